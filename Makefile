@@ -1,0 +1,38 @@
+# The two set-up commands: `make run` (smoke sweep + table) and `make test` (the test suite).
+# Both bootstrap .venv from nothing and provision the offline data (Fashion-MNIST from Debian).
+PYTHON ?= python3
+VENV   ?= .venv
+PY      = $(VENV)/bin/python
+STAMP   = $(VENV)/.installed
+FASHION = /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
+SUDO    = $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: run test test-all bench data clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	touch $@
+
+# Fashion-MNIST, the offline stand-in for MNIST, ships as Debian's dataset-fashion-mnist.
+$(FASHION):
+	$(SUDO) apt-get install -y -q dataset-fashion-mnist || \
+	  ($(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q dataset-fashion-mnist)
+
+data: $(FASHION)
+
+run: $(STAMP) $(FASHION)
+	$(VENV)/bin/commbench sweep bench/grids/smoke.yaml --out results/smoke
+	$(VENV)/bin/commbench table --results results/smoke
+
+test: $(STAMP) $(FASHION)
+	$(PY) -m pytest -q
+
+test-all: $(STAMP) $(FASHION)
+	$(PY) -m pytest -q -m ''
+
+bench: $(STAMP) $(FASHION)
+	$(PY) -m pytest -q -m benchmark tests/benchmarks -s
+
+clean:
+	rm -rf $(VENV) results/smoke data

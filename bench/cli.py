@@ -1,0 +1,182 @@
+"""``commbench``: the command line (CONTRACT.md). Exit 0 done/diverged, 1 failed run, 2 bad input."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .config import ConfigError, RunConfig, parse_set, resolve
+
+GRIDS_DIR = Path(__file__).resolve().parent / "grids"
+
+
+class BadInput(SystemExit):
+    def __init__(self, message: str):
+        print(f"commbench: error: {message}", file=sys.stderr)
+        super().__init__(2)
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, exit 2 (argparse would print the usage block too)
+        raise BadInput(message)
+
+
+def build_parser() -> Parser:
+    p = Parser(prog="commbench", description="Benchmark harness for communication-efficient distributed SGD.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
+
+    run = sub.add_parser("run", help="run one configuration")
+    run.add_argument("--task", required=True)
+    run.add_argument("--method", required=True)
+    run.add_argument("--workers", type=int)
+    run.add_argument("--backend", choices=["dist", "sim"])
+    steps = run.add_mutually_exclusive_group()
+    steps.add_argument("--steps", type=int)
+    steps.add_argument("--epochs", type=float)
+    run.add_argument("--tier", choices=["paper", "cpu", "smoke"])
+    run.add_argument("--dataset")
+    run.add_argument("--data-root")
+    run.add_argument("--seed", type=int)
+    run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    run.add_argument("--out", default="results")
+    run.add_argument("--force", action="store_true", help="run again even if a done record exists")
+    run.add_argument("--save-weights", action="store_true", help="also save worker 0's final weights")
+    run.add_argument("--quiet", action="store_true", help="no progress output")
+
+    sweep = sub.add_parser("sweep", help="run every configuration of a grid file")
+    sweep.add_argument("grid")
+    sweep.add_argument("--launcher", choices=["local"], default="local")
+    sweep.add_argument("--out", default="results")
+    sweep.add_argument("--dry-run", action="store_true")
+    sweep.add_argument("--data-root")
+    sweep.add_argument("--quiet", action="store_true")
+
+    status = sub.add_parser("status", help="each stored run and its state")
+    status.add_argument("--out", default="results")
+
+    table = sub.add_parser("table", help="comparison table from the stored records")
+    table.add_argument("--results", default="results")
+    table.add_argument("--format", choices=["md", "csv"], default="md")
+    table.add_argument("--out")
+
+    lst = sub.add_parser("list", help="tasks, methods or grids")
+    lst.add_argument("what", choices=["tasks", "methods", "grids"])
+    return p
+
+
+def run_settings(args) -> dict:
+    settings = {"task": args.task, "method": args.method, "workers": args.workers, "backend": args.backend,
+                "steps": args.steps, "epochs": args.epochs, "tier": args.tier, "dataset": args.dataset,
+                "data_root": args.data_root, "seed": args.seed}
+    settings = {k: v for k, v in settings.items() if v is not None}
+    for key, value in parse_set(args.set).items():
+        if key in settings and settings[key] != value:
+            raise ConfigError(f"{key}: given both as a flag and by --set")
+        settings[key] = value
+    return settings
+
+
+def summary(cfg: RunConfig, record: dict) -> str:
+    m = record.get("metrics", {})
+    top1 = f"{m['top1']:.4f}" if m.get("top1") is not None else "—"
+    ips = f"{m['images_per_s']:.0f}" if m.get("images_per_s") else "—"
+    line = (f"{cfg.run_id}: {record['status']}  top1 {top1}  bytes_sent {m.get('bytes_sent')}  "
+            f"images/s {ips}")
+    return line + (f"  error: {record['error']}" if record.get("error") else "")
+
+
+def cmd_run(args) -> int:
+    from .runner import execute
+
+    cfg = resolve(run_settings(args))
+    result = execute(cfg, Path(args.out), force=args.force, save_weights=args.save_weights,
+                     show_progress=not args.quiet)
+    if result.path is None:
+        return 0
+    if result.skipped:
+        print(f"skip: {cfg.run_id} already done ({result.path}; --force runs it again)")
+    print(summary(cfg, result.record))
+    return 1 if result.record["status"] == "failed" else 0
+
+
+def cmd_sweep(args) -> int:
+    from .grid import expand, load_grid
+
+    grid = load_grid(args.grid)
+    if args.data_root:
+        grid.base["data_root"] = args.data_root
+    runs = expand(grid)
+    if args.dry_run:
+        for cfg in runs:
+            print(f"{cfg.run_id}  {cfg.task} {cfg.method} workers={cfg.workers} backend={cfg.backend} "
+                  f"dataset={cfg.dataset} steps={cfg.steps} seed={cfg.seed} {cfg.method_params or ''}".rstrip())
+        return 0
+    from .launch.sweep import run_local_sweep
+
+    return run_local_sweep(runs, Path(args.out), show_progress=not args.quiet)
+
+
+def cmd_status(args) -> int:
+    from .records import iter_records
+
+    records = list(iter_records(Path(args.out)))
+    if not records:
+        print(f"no records under {args.out}")
+        return 0
+    for r in records:
+        c, m = r.get("config", {}), r.get("metrics", {})
+        top1 = f"{m['top1']:.4f}" if m.get("top1") is not None else "—"
+        print(f"{r['status']:8s} {r['run_id']}  {c.get('task')} {c.get('method')} w={c.get('workers')} "
+              f"{c.get('backend')} steps={m.get('steps')}/{c.get('steps')} top1={top1}"
+              + (f"  ({r['error']})" if r.get("error") else ""))
+    return 0
+
+
+def cmd_table(args) -> int:
+    from .table import comparison, records_frame, render
+
+    text = render(comparison(records_frame(Path(args.results))), args.format)
+    if args.out:
+        from .records import atomic_write
+
+        atomic_write(Path(args.out), text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_list(args) -> int:
+    if args.what == "tasks":
+        from tasks import TASKS
+
+        for t in TASKS.values():
+            print(f"{t.name:20s} {t.summary}; model {t.model_name}; datasets {', '.join(t.datasets)}; "
+                  f"recipes {', '.join(t.recipes)}")
+    elif args.what == "methods":
+        from methods import METHODS, param_fields
+
+        for m in METHODS.values():
+            params = ", ".join(f"method.{n}" for n in param_fields(m.Params)) or "no parameters"
+            print(f"{m.name:10s} {m.summary} ({params})")
+    else:
+        for g in sorted(GRIDS_DIR.glob("*.yaml")):
+            print(g.relative_to(GRIDS_DIR.parent.parent))
+    return 0
+
+
+COMMANDS = {"run": cmd_run, "sweep": cmd_sweep, "status": cmd_status, "table": cmd_table, "list": cmd_list}
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        return COMMANDS[args.command](args)
+    except ConfigError as exc:
+        raise BadInput(str(exc)) from None
+    except KeyboardInterrupt:
+        print("commbench: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

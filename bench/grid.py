@@ -1,0 +1,101 @@
+"""Grid files: a base configuration plus axes expanded as a Cartesian product, with optional exclusions.
+
+A method parameter on an axis (``method.clip``) applies only to runs whose method has it; runs that resolve
+to the same configuration (the same run id) are kept once. Every run is resolved before anything runs, so
+one bad value anywhere stops the whole sweep with exit 2 and nothing written.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from methods import METHODS
+
+from .config import ConfigError, RunConfig, check_names, method_param_types, resolve
+
+TOP_LEVEL = ("name", "base", "axes", "exclude", "slurm", "description")
+
+
+@dataclass
+class Grid:
+    path: Path
+    base: dict[str, Any]
+    axes: dict[str, list]
+    exclude: list[dict[str, Any]] = field(default_factory=list)
+    slurm: dict[str, Any] = field(default_factory=dict)
+    name: str = ""
+
+
+def load_grid(path: str | Path) -> Grid:
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{path}: no such grid file")
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark else ""
+        raise ConfigError(f"{path}: not valid YAML{where}") from None
+    if not isinstance(doc, dict):
+        raise ConfigError(f"{path}: a grid is a mapping with 'base' and 'axes'")
+    for key in doc:
+        if key not in TOP_LEVEL:
+            raise ConfigError(f"{path}: unknown top-level key {key!r} (known: {', '.join(TOP_LEVEL)})")
+    base, axes = doc.get("base") or {}, doc.get("axes") or {}
+    exclude, slurm = doc.get("exclude") or [], doc.get("slurm") or {}
+    if not isinstance(base, dict):
+        raise ConfigError(f"{path}: base must be a mapping of settings")
+    if not isinstance(axes, dict):
+        raise ConfigError(f"{path}: axes must be a mapping of setting -> list of values")
+    for key, values in axes.items():
+        if not isinstance(values, list) or not values:
+            raise ConfigError(f"{path}: axis {key!r} must be a non-empty list")
+    if not isinstance(exclude, list) or not all(isinstance(e, dict) for e in exclude):
+        raise ConfigError(f"{path}: exclude must be a list of mappings")
+    try:
+        check_names(base)
+        for key, values in axes.items():
+            for value in values:
+                check_names({key: value})
+        for entry in exclude:
+            check_names(entry)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    return Grid(path, dict(base), dict(axes), list(exclude), dict(slurm), str(doc.get("name", path.stem)))
+
+
+def _excluded(settings: dict, exclude: list[dict]) -> bool:
+    return any(all(settings.get(k) == v for k, v in entry.items()) for entry in exclude)
+
+
+def expand(grid: Grid) -> list[RunConfig]:
+    """All runs of the grid, resolved and validated, in axis order, without duplicates."""
+    names = list(grid.axes)
+    combos = [dict(zip(names, values)) for values in itertools.product(*grid.axes.values())] or [{}]
+    used_params: set[str] = set()
+    runs: dict[str, RunConfig] = {}
+    for combo in combos:
+        settings = {**grid.base, **combo}
+        if _excluded(settings, grid.exclude):
+            continue
+        method = settings.get("method")
+        if method in METHODS:
+            has = method_param_types(method)
+            for key in [k for k in settings if k.startswith("method.")]:
+                if key.split(".", 1)[1] in has:
+                    used_params.add(key)
+                elif key in grid.axes:  # the axis applies only to methods that know the parameter
+                    del settings[key]
+        try:
+            cfg = resolve(settings)
+        except ConfigError as exc:
+            raise ConfigError(f"{grid.path}: {exc}") from None
+        runs.setdefault(cfg.run_id, cfg)
+    for key in grid.axes:
+        if key.startswith("method.") and key not in used_params:
+            raise ConfigError(f"{grid.path}: axis {key!r}: no method of this grid has that parameter")
+    return list(runs.values())

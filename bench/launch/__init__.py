@@ -1,0 +1,1 @@
+"""Launchers: how the processes of a run are started (local processes here; Slurm in bench.launch.slurm)."""

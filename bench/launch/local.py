@@ -1,0 +1,107 @@
+"""Start the N worker processes of a dist run on this machine and watch them.
+
+If any worker dies (an exception, a signal, SIGKILL from outside), the rest are killed at once rather than
+left blocked in a collective until gloo's timeout, and the run fails with the first worker's reason.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable
+
+from ..config import RunConfig
+from ..train import Outcome
+
+
+class WorkerFailed(RuntimeError):
+    pass
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _last_line(log: Path) -> str:
+    try:
+        lines = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return ""
+    return lines[-1] if lines else ""
+
+
+def _describe(rank: int, code: int, log: Path) -> str:
+    if code < 0:
+        return f"worker {rank} was killed by {signal.Signals(-code).name}"
+    return f"worker {rank} exited with code {code}: {_last_line(log) or 'no message'} (log: {log})"
+
+
+def launch_local(cfg: RunConfig, log_dir: Path, report: Callable[[int, int, float], None] | None = None,
+                 save_weights: bool = False, poll_s: float = 0.1) -> tuple[Outcome, dict]:
+    """Run ``cfg`` as ``cfg.workers`` local processes. Returns (outcome, {world_size, dist_backend})."""
+    log_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="commbench-") as tmp:
+        run = Path(tmp)
+        (run / "config.json").write_text(json.dumps({"config": cfg.to_dict(), "save_weights": save_weights}))
+        base_env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port()),
+                    "WORLD_SIZE": str(cfg.workers), "LOCAL_WORLD_SIZE": str(cfg.workers),
+                    "COMMBENCH_WORKER": "1"}
+        procs, logs = [], []
+        try:
+            for rank in range(cfg.workers):
+                log = log_dir / f"rank{rank}.log"
+                logs.append(log)
+                with open(log, "w") as fh:
+                    procs.append(subprocess.Popen(
+                        [sys.executable, "-m", "bench.worker", str(run)], stdout=fh, stderr=subprocess.STDOUT,
+                        env={**base_env, "RANK": str(rank), "LOCAL_RANK": str(rank)}))
+            _watch(procs, logs, run, report, poll_s)
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+            for p in procs:
+                p.wait()
+        result = json.loads((run / "result.json").read_text())
+        weights = None
+        if save_weights and (run / "weights.pt").exists():
+            import torch
+
+            weights = torch.load(run / "weights.pt")
+    outcome = Outcome(result["status"], result["metrics"], result["history"], result["data"], weights)
+    return outcome, {"world_size": result["world_size"], "dist_backend": result["dist_backend"]}
+
+
+def _watch(procs, logs, run: Path, report, poll_s: float) -> None:
+    seen = -1
+    while True:
+        codes = [p.poll() for p in procs]
+        if report is not None:
+            try:
+                progress = json.loads((run / "progress.json").read_text())
+                if progress["done"] != seen:
+                    seen = progress["done"]
+                    report(progress["done"], progress["total"], progress["loss"])
+            except (OSError, ValueError, KeyError):
+                pass
+        failed = [(r, c) for r, c in enumerate(codes) if c not in (None, 0)]
+        if failed:
+            # A worker killed by a signal is the cause; the others' connection errors are its echo.
+            rank, code = min(failed, key=lambda rc: (rc[1] >= 0, rc[0]))
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+            raise WorkerFailed(_describe(rank, code, logs[rank]))
+        if all(c == 0 for c in codes):
+            if not (run / "result.json").exists():
+                raise WorkerFailed("all workers exited but worker 0 left no result")
+            return
+        time.sleep(poll_s)

@@ -1,0 +1,62 @@
+"""Learning-rate schedules, optimizers and the evaluation EMA, as the papers' frameworks define them."""
+from __future__ import annotations
+
+from typing import Iterable, Mapping
+
+import torch
+
+
+def lr_at(schedule: Mapping, step: int, total_steps: int) -> float:
+    """Learning rate for iteration ``step`` (0-based) of ``total_steps``.
+
+    fixed: base. step: base * gamma^floor(step/step_size). multistep: base * gamma^(milestones passed).
+    poly (TF polynomial_decay): (base - end) * (1 - step/total)^power + end.
+    exp (TF exponential_decay, staircase): base * gamma^floor(step/step_size).
+    """
+    base, kind = schedule["base_lr"], schedule["kind"]
+    if kind == "fixed":
+        return base
+    if kind in ("step", "exp"):
+        return base * schedule["gamma"] ** (step // schedule["step_size"])
+    if kind == "multistep":
+        return base * schedule["gamma"] ** sum(step >= m for m in schedule["milestones"])
+    if kind == "poly":
+        frac = min(step, total_steps) / total_steps
+        return (base - schedule["end_lr"]) * (1.0 - frac) ** schedule["power"] + schedule["end_lr"]
+    raise ValueError(f"unknown lr schedule {kind!r}")
+
+
+def make_optimizer(spec: Mapping, params: Iterable[torch.Tensor]) -> torch.optim.Optimizer:
+    """Weight decay is never given to the optimizer: methods add it to the gradient themselves, where the
+    reference recipe puts it (before or after the exchange). The lr is set by the method every step."""
+    params = list(params)
+    if spec["name"] in ("sgd", "momentum"):
+        momentum = spec["momentum"] if spec["name"] == "momentum" else 0.0
+        # torch's SGD momentum (buf = m*buf + g; w -= lr*buf) is TF's MomentumOptimizer.
+        return torch.optim.SGD(params, lr=0.0, momentum=momentum)
+    if spec["name"] == "adam":
+        return torch.optim.Adam(params, lr=0.0, betas=(spec["beta1"], spec["beta2"]), eps=spec["eps"])
+    raise ValueError(f"unknown optimizer {spec['name']!r}")
+
+
+class EMA:
+    """TF's ExponentialMovingAverage with num_updates: decay_n = min(decay, (1 + n) / (10 + n)).
+
+    Averages parameters and floating buffers (BN statistics: TernGrad's "double average").
+    """
+
+    def __init__(self, model: torch.nn.Module, decay: float):
+        self.decay = decay
+        self.updates = 0
+        self.shadow = {k: v.detach().clone() for k, v in model.state_dict().items() if v.is_floating_point()}
+
+    @torch.no_grad()
+    def update(self, model: torch.nn.Module) -> None:
+        self.updates += 1
+        d = min(self.decay, (1.0 + self.updates) / (10.0 + self.updates))
+        state = model.state_dict()
+        for k, s in self.shadow.items():
+            s.mul_(d).add_(state[k].detach(), alpha=1.0 - d)
+
+    def apply_to(self, model: torch.nn.Module) -> None:
+        model.load_state_dict({**model.state_dict(), **self.shadow})

@@ -1,0 +1,50 @@
+"""Where a run happened and on what code: versions, git state, host, device, Slurm job."""
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+SOURCE_ROOT = Path(__file__).resolve().parent.parent
+
+
+def now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def git_state(root: Path = SOURCE_ROOT) -> tuple[str | None, bool | None]:
+    """(commit SHA, dirty) of the code that ran. A job running from a snapshot is told its SHA in
+    COMMBENCH_GIT_SHA / COMMBENCH_GIT_DIRTY, since the snapshot itself is not a git checkout."""
+    if "COMMBENCH_GIT_SHA" in os.environ:
+        return os.environ["COMMBENCH_GIT_SHA"], os.environ.get("COMMBENCH_GIT_DIRTY") == "1"
+    try:
+        sha = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10, check=True).stdout.strip() != ""
+        return sha, dirty
+    except (OSError, subprocess.SubprocessError):
+        return None, None
+
+
+def collect_env(world_size: int, dist_backend: str | None, device: str, started_at: str) -> dict:
+    import torch
+
+    try:
+        import torchvision
+        tv = torchvision.__version__
+    except Exception:  # a broken torchvision must not lose the record
+        tv = None
+    sha, dirty = git_state()
+    gpu = torch.cuda.get_device_name(0) if device == "cuda" and torch.cuda.is_available() else None
+    return {
+        "python": platform.python_version(), "torch": torch.__version__, "torchvision": tv,
+        "git_sha": sha, "git_dirty": dirty, "hostname": socket.gethostname(), "device": device,
+        "gpu_name": gpu, "world_size": world_size, "dist_backend": dist_backend,
+        "slurm_job_id": os.environ.get("SLURM_JOB_ID"), "started_at": started_at, "finished_at": now(),
+        "argv": sys.argv[1:], "cpu_count": os.cpu_count(),
+    }

@@ -1,0 +1,98 @@
+"""Execute one resolved run on the transport it names and store its record, whatever happens."""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from methods.comm import SimCommunicator
+from tasks import TASKS
+
+from .config import ConfigError, RunConfig
+from .launch.local import launch_local
+from .progress import Progress
+from .provenance import collect_env, now
+from .records import EMPTY_METRICS, make_record, read_record, write_record
+from .train import Outcome, train
+
+
+@dataclass
+class RunResult:
+    record: dict
+    path: Path | None  # None on a dist rank other than 0 under an outside launcher
+    skipped: bool = False
+
+
+def under_outside_launcher() -> bool:
+    """torchrun, Slurm's srun or a user's own script already started one process per worker."""
+    return "RANK" in os.environ and "WORLD_SIZE" in os.environ and "COMMBENCH_WORKER" not in os.environ
+
+
+def one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+def execute(cfg: RunConfig, out: Path, *, force: bool = False, save_weights: bool = False,
+            show_progress: bool = True) -> RunResult:
+    """Run ``cfg`` unless its record already says done (or ``force``). Always leaves a record."""
+    out = Path(out)
+    existing = read_record(out, cfg.run_id)
+    if existing is not None and existing.get("status") == "done" and not force:
+        return RunResult(existing, out / "runs" / f"{cfg.run_id}.json", skipped=True)
+    if cfg.backend == "dist" and under_outside_launcher() and int(os.environ["WORLD_SIZE"]) != cfg.workers:
+        raise ConfigError(f"workers: {cfg.workers}, but the outside launcher started {os.environ['WORLD_SIZE']} "
+                          "processes")
+
+    started_at, t0 = now(), time.perf_counter()
+    progress = Progress(cfg.run_id, cfg.steps, enabled=show_progress)
+    status, error, outcome = "failed", None, None
+    world = {"world_size": cfg.workers, "dist_backend": None}
+    root = Path(cfg.data_root or "data")
+    try:
+        TASKS[cfg.task].prepare_data(cfg.dataset, root)
+        if cfg.backend == "sim":
+            outcome = train(cfg, SimCommunicator(cfg.workers), report=progress.update, keep_weights=save_weights)
+        elif under_outside_launcher():
+            from methods.comm import make_dist_communicator
+
+            comm = make_dist_communicator()
+            try:
+                world = {"world_size": comm.world_size, "dist_backend": comm.backend}
+                outcome = train(cfg, comm, report=progress.update, keep_weights=save_weights)
+            finally:
+                comm.close()
+            if outcome is None:  # not rank 0: rank 0 writes the record
+                progress.close()
+                return RunResult({}, None)
+        else:
+            outcome, world = launch_local(cfg, out / "logs" / cfg.run_id, report=progress.update,
+                                          save_weights=save_weights)
+        status = outcome.status
+    except KeyboardInterrupt:
+        error = "interrupted (Ctrl-C)"
+        raise
+    except Exception as exc:  # the run failed: say why in the record
+        error = one_line(exc)
+    finally:
+        progress.close()
+        wall_s = time.perf_counter() - t0
+        device = "cuda" if (cfg.device == "cuda" or (cfg.device == "auto" and _cuda())) else "cpu"
+        env = collect_env(world["world_size"], world["dist_backend"], device, started_at)
+        metrics = {**EMPTY_METRICS, **(outcome.metrics if outcome else {}), "wall_s": wall_s}
+        record = make_record(cfg.run_id, status if error is None else "failed", error, cfg.to_dict(), env,
+                             metrics, outcome.history if outcome else [], outcome.data if outcome else None)
+        path = write_record(out, record)
+        if save_weights and outcome is not None and outcome.weights is not None:
+            import torch
+
+            (out / "weights").mkdir(parents=True, exist_ok=True)
+            torch.save(outcome.weights, out / "weights" / f"{cfg.run_id}.pt")
+    return RunResult(record, path)
+
+
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()

@@ -1,0 +1,219 @@
+"""The training loop: one function, read top to bottom.
+
+The same code runs every local worker of a process: all N under ``sim``, one under ``dist``. Each step draws
+one global batch; worker i reads slice i of it; each worker computes its gradient; the method exchanges and
+updates. Worker i's randomness (dropout, augmentation) comes from its own generator seeded by (seed, i) in
+both transports, so a sim run and a dist run of one configuration compute the same thing.
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import math
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+
+from methods import METHODS, Worker
+from methods.comm import Communicator
+from tasks import TASKS
+
+from .config import RunConfig
+from .optim import EMA, lr_at, make_optimizer
+
+Reporter = Callable[[int, int, float], None]  # (steps done, total steps, mean train loss)
+
+
+@dataclass
+class Outcome:
+    """What a run produced, held by the process of worker 0."""
+
+    status: str  # done | diverged
+    metrics: dict
+    history: list[dict]
+    data: dict
+    weights: dict | None = field(default=None, repr=False)
+
+
+def derive_seed(*parts: int) -> int:
+    """A well-mixed 63-bit seed from integers (so (seed, rank) streams do not overlap)."""
+    return int.from_bytes(hashlib.sha256(repr(parts).encode()).digest()[:8], "little") >> 1
+
+
+class GlobalBatches:
+    """Sample indices of each step's global batch: a fresh permutation per epoch, seeded by (seed, epoch).
+    The incomplete last batch of an epoch is dropped, so every step has exactly ``global_batch`` samples."""
+
+    def __init__(self, dataset_size: int, global_batch: int, seed: int):
+        if dataset_size < global_batch:
+            raise ValueError(f"data set of {dataset_size} samples is smaller than one global batch ({global_batch})")
+        self.size, self.batch, self.seed = dataset_size, global_batch, seed
+        self.per_epoch = dataset_size // global_batch
+        self._epoch, self._perm = -1, None
+
+    def indices(self, step: int) -> torch.Tensor:
+        epoch, j = divmod(step, self.per_epoch)
+        if epoch != self._epoch:
+            g = torch.Generator().manual_seed(derive_seed(self.seed, epoch))
+            self._epoch, self._perm = epoch, torch.randperm(self.size, generator=g)
+        return self._perm[j * self.batch:(j + 1) * self.batch]
+
+
+def pick_device(cfg: RunConfig, comm: Communicator) -> torch.device:
+    want_cuda = cfg.device == "cuda" or (cfg.device == "auto" and torch.cuda.is_available())
+    if not want_cuda:
+        return torch.device("cpu")
+    if not torch.cuda.is_available():
+        raise RuntimeError("device=cuda but CUDA is not available")
+    return getattr(comm, "device", None) or torch.device("cuda", 0)
+
+
+def set_threads(cfg: RunConfig) -> None:
+    """Each worker computes with its share of the host's cores, in both transports: kernels split their
+    reductions by thread count, so equal counts are what make sim and dist agree bit for bit."""
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    else:
+        per_host = int(os.environ.get("LOCAL_WORLD_SIZE", cfg.workers)) if cfg.backend == "dist" else cfg.workers
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // max(1, per_host)))
+    if cfg.deterministic:
+        torch.use_deterministic_algorithms(True)
+
+
+@torch.no_grad()
+def evaluate(model: torch.nn.Module, data, batch_size: int, device: torch.device) -> tuple[float, float | None]:
+    """Top-1 and top-5 accuracy (fractions) over the whole evaluation split."""
+    was_training = model.training
+    model.eval()
+    top1 = top5 = total = 0
+    for x, y in data.eval_batches(batch_size):
+        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+        logits = model(x)
+        k = min(5, logits.shape[1])
+        best = logits.topk(k, dim=1).indices
+        top1 += (best[:, 0] == y).sum().item()
+        top5 += (best == y[:, None]).any(dim=1).sum().item()
+        total += len(y)
+    model.train(was_training)
+    return top1 / total, (top5 / total if data.num_classes >= 5 else None)
+
+
+def eval_steps(cfg: RunConfig) -> set[int]:
+    """Steps (1-based counts) after which worker 0 evaluates; the last step always."""
+    every = cfg.eval["every"] or max(1, cfg.steps // 4)
+    return {s for s in range(every, cfg.steps + 1, every)} | {cfg.steps}
+
+
+def train(cfg: RunConfig, comm: Communicator, report: Reporter | None = None,
+          keep_weights: bool = False) -> Outcome | None:
+    """Run ``cfg`` for the local workers of ``comm``. Returns the outcome where worker 0 lives, else None."""
+    set_threads(cfg)
+    device = pick_device(cfg, comm)
+    task = TASKS[cfg.task]
+    data = task.load_data(cfg.dataset, Path(cfg.data_root or "data"), cfg.model_variant)
+    holds_rank0 = comm.local_ranks[0] == 0
+
+    # Identical initial weights everywhere: one seed, one construction, copies for local workers.
+    torch.manual_seed(cfg.seed)
+    template = task.build_model(cfg.model_variant, data.num_classes)
+    models = [copy.deepcopy(template).to(device).train() for _ in comm.local_ranks]
+    workers = [Worker(rank, dict(m.named_parameters()), make_optimizer(cfg.optimizer, m.parameters()))
+               for rank, m in zip(comm.local_ranks, models)]
+    method_cls = METHODS[cfg.method]
+    method = method_cls(comm, workers, method_cls.Params(**cfg.method_params),
+                        task.weight_decay_map(template, cfg.weight_decay))
+    grad_elements = sum(p.numel() for p in template.parameters())
+    del template
+
+    # Worker i's own random stream (dropout, augmentation), the same in sim and dist.
+    rng_states = {}
+    for rank in comm.local_ranks:
+        torch.manual_seed(derive_seed(cfg.seed, rank))
+        rng_states[rank] = torch.get_rng_state()
+    data_gens = {r: torch.Generator().manual_seed(derive_seed(cfg.seed, r, 1)) for r in comm.local_ranks}
+    swap_rng = len(comm.local_ranks) > 1
+
+    ema = EMA(models[0], cfg.ema) if (cfg.ema and holds_rank0) else None
+    eval_model = copy.deepcopy(models[0]) if ema else None
+    batches = GlobalBatches(data.train_size, cfg.global_batch, cfg.seed)
+    evals, stride = eval_steps(cfg), max(1, math.ceil(cfg.steps / 100))
+    per_worker = cfg.batch_per_worker
+
+    history: list[dict] = []
+    status, train_s, done, top1, top5, mean_loss = "done", 0.0, 0, None, None, float("nan")
+    loss_sum, loss_count = torch.zeros((), dtype=torch.float64, device=device), 0
+    for step in range(cfg.steps):
+        if cfg.fail_at_step is not None and step == cfg.fail_at_step and cfg.workers - 1 in comm.local_ranks:
+            raise RuntimeError(f"fail_at_step={step}: worker {cfg.workers - 1} fails on purpose")
+        t0 = time.perf_counter()
+        indices = batches.indices(step)
+        grads = []
+        for worker, model in zip(workers, models):
+            mine = indices[worker.rank * per_worker:(worker.rank + 1) * per_worker]
+            x, y = data.train_batch(mine, data_gens[worker.rank])
+            x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+            if swap_rng:
+                torch.set_rng_state(rng_states[worker.rank])
+            model.zero_grad(set_to_none=True)
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            if swap_rng:
+                rng_states[worker.rank] = torch.get_rng_state()
+            grads.append({n: p.grad for n, p in worker.params.items()})
+            loss_sum += loss.detach()
+            loss_count += 1
+        method.step(grads, lr_at(cfg.lr_schedule, step, cfg.steps), step)
+        if ema:
+            ema.update(models[0])
+        train_s += time.perf_counter() - t0
+        done = step + 1
+
+        if done % stride and done not in evals:
+            continue
+        # Log point: agree across processes on the loss, divergence and bytes (uncounted control channel).
+        totals = comm.control_sum(torch.tensor([loss_sum.item(), loss_count,
+                                                comm.ledger.total_sent(), comm.ledger.total_received()],
+                                               dtype=torch.float64))
+        mean_loss = totals[0].item() / max(1.0, totals[1].item())
+        loss_sum.zero_()
+        loss_count = 0
+        point = {"step": done, "train_loss": mean_loss, "top1": None, "bytes_sent": int(totals[2].item()),
+                 "lr": lr_at(cfg.lr_schedule, step, cfg.steps)}
+        if not math.isfinite(mean_loss):
+            status = "diverged"
+            history.append(point)
+            break
+        if done in evals and holds_rank0:
+            model = models[0]
+            if ema:
+                eval_model.load_state_dict(models[0].state_dict())
+                ema.apply_to(eval_model)
+                model = eval_model
+            top1, top5 = evaluate(model, data, cfg.eval["batch_size"], device)
+            point["top1"], point["top5"] = top1, top5
+        history.append(point)
+        if report:
+            report(done, cfg.steps, mean_loss)
+
+    totals = comm.control_sum(torch.tensor([comm.ledger.total_sent(), comm.ledger.total_received()],
+                                           dtype=torch.float64))
+    if not holds_rank0:
+        return None
+    metrics = {
+        "top1": top1 if status == "done" else None, "top5": top5 if status == "done" else None,
+        "final_train_loss": mean_loss, "steps": done, "samples_seen": done * cfg.global_batch,
+        "train_s": train_s, "images_per_s": done * cfg.global_batch / train_s if train_s > 0 else None,
+        "bytes_sent": int(totals[0].item()), "bytes_received": int(totals[1].item()),
+        "bytes_fp32_equiv": 4 * grad_elements * cfg.workers * done, "wire_bytes_measured": None,
+        "parameters": grad_elements, "threads_per_worker": torch.get_num_threads(),
+    }
+    weights = {k: v.detach().cpu().clone() for k, v in models[0].state_dict().items()} if keep_weights else None
+    provenance = {"dataset": cfg.dataset, "synthetic": cfg.dataset == "synthetic",
+                  "substitute_for": task.paper_dataset if cfg.dataset != task.paper_dataset else None,
+                  **data.provenance}
+    return Outcome(status, metrics, history, provenance, weights)

@@ -1,0 +1,62 @@
+"""Entry point of one dist worker process: ``python -m bench.worker RUN_DIR``.
+
+The launcher writes ``RUN_DIR/config.json`` and sets the env:// variables. Rank 0 reports progress in
+``RUN_DIR/progress.json`` and leaves its outcome in ``RUN_DIR/result.json`` (+ ``weights.pt``).
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import signal
+import sys
+import traceback
+from pathlib import Path
+
+
+def die_with_parent() -> None:
+    """Linux: be killed when the launcher dies, so a crashed or killed launcher leaves no worker behind."""
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+def main(run_dir: str) -> int:
+    die_with_parent()
+    run = Path(run_dir)
+    spec = json.loads((run / "config.json").read_text())
+    from methods.comm import make_dist_communicator
+
+    from .config import RunConfig
+    from .records import atomic_write
+    from .train import train
+
+    cfg = RunConfig.from_dict(spec["config"])
+
+    def report(done: int, total: int, loss: float) -> None:
+        atomic_write(run / "progress.json", json.dumps({"done": done, "total": total, "loss": loss}))
+
+    comm = make_dist_communicator()
+    try:
+        outcome = train(cfg, comm, report=report, keep_weights=spec.get("save_weights", False))
+        if outcome is not None:
+            if outcome.weights is not None:
+                import torch
+
+                torch.save(outcome.weights, run / "weights.pt")
+            atomic_write(run / "result.json", json.dumps(
+                {"status": outcome.status, "metrics": outcome.metrics, "history": outcome.history,
+                 "data": outcome.data, "world_size": comm.world_size, "dist_backend": comm.backend}))
+    finally:
+        comm.close()
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main(sys.argv[1]))
+    except Exception as exc:  # the last stderr line is what the launcher reports
+        traceback.print_exc()
+        print(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}", file=sys.stderr, flush=True)
+        sys.exit(1)

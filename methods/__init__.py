@@ -1,0 +1,11 @@
+"""How gradients travel: methods, written once against the communicator interface.
+
+``METHODS`` maps each method's command-line name to its class. This package never imports ``bench`` or
+``tasks``: a method sees named tensors, not models or datasets.
+"""
+from .base import Method, NoParams, Worker, param_fields
+from .baseline import Baseline
+
+METHODS: dict[str, type[Method]] = {cls.name: cls for cls in (Baseline,)}
+
+__all__ = ["METHODS", "Method", "NoParams", "Worker", "param_fields"]

@@ -1,0 +1,94 @@
+"""What every method is: a gradient exchange plus an update, over named tensors (never models).
+
+The harness computes each local worker's gradient of the data loss (weight decay excluded) and calls
+:meth:`Method.step` once per iteration with the list of those gradients, one dict per local worker. The
+method exchanges what it chooses over its communicator and updates every local worker's parameters.
+"""
+from __future__ import annotations
+
+import dataclasses
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import ClassVar, Mapping, Sequence
+
+import torch
+
+from .comm import Communicator
+
+Grads = dict[str, torch.Tensor]
+
+
+@dataclass
+class Worker:
+    """One logical worker's view: its rank, its named parameter tensors, and its optimizer over them."""
+
+    rank: int
+    params: dict[str, torch.Tensor]
+    optimizer: torch.optim.Optimizer
+
+
+@dataclass(frozen=True)
+class NoParams:
+    """A method without tunable parameters."""
+
+
+class Method(ABC):
+    """Base class. Subclasses set ``name``, ``summary``, optionally ``Params`` (a frozen dataclass whose
+    fields are the ``method.<field>`` settings) and implement :meth:`step`."""
+
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    Params: ClassVar[type] = NoParams
+
+    def __init__(self, comm: Communicator, workers: Sequence[Worker], params, weight_decay: Mapping[str, float]):
+        if [w.rank for w in workers] != comm.local_ranks:
+            raise ValueError("workers must match the communicator's local ranks, in order")
+        self.comm = comm
+        self.workers = list(workers)
+        self.params = params
+        self.weight_decay = dict(weight_decay)
+        self.names = list(self.workers[0].params)
+
+    @abstractmethod
+    def step(self, grads: Sequence[Grads], lr: float, step: int) -> None:
+        """Exchange one iteration's gradients and update every local worker (lr in the optimizer's units)."""
+
+    # -- shared pieces --------------------------------------------------------------------------------
+    def add_weight_decay(self, worker: Worker, grads: Mapping[str, torch.Tensor]) -> Grads:
+        """g + wd * w for the parameters the task decays (L2 in the loss, as the papers' frameworks do)."""
+        out = {}
+        for name, g in grads.items():
+            wd = self.weight_decay.get(name, 0.0)
+            out[name] = g.add(worker.params[name].detach(), alpha=wd) if wd else g
+        return out
+
+    @staticmethod
+    def apply_update(worker: Worker, grads: Mapping[str, torch.Tensor], lr: float) -> None:
+        """Hand the final gradient to the worker's optimizer at learning rate ``lr``."""
+        for name, p in worker.params.items():
+            p.grad = grads[name]
+        for group in worker.optimizer.param_groups:
+            group["lr"] = lr
+        worker.optimizer.step()
+
+    def flatten(self, grads: Mapping[str, torch.Tensor]) -> torch.Tensor:
+        return torch.cat([grads[n].reshape(-1) for n in self.names])
+
+    def unflatten(self, flat: torch.Tensor, like: Mapping[str, torch.Tensor]) -> Grads:
+        out, offset = {}, 0
+        for n in self.names:
+            numel = like[n].numel()
+            out[n] = flat[offset:offset + numel].view_as(like[n])
+            offset += numel
+        return out
+
+    def state_dict(self) -> dict:
+        """Method state that a checkpoint must keep (residuals, delayed weights, ...)."""
+        return {}
+
+    def load_state_dict(self, state: dict) -> None:
+        pass
+
+
+def param_fields(params_cls: type) -> dict[str, dataclasses.Field]:
+    return {f.name: f for f in dataclasses.fields(params_cls)}

@@ -1,0 +1,103 @@
+"""The ``dist`` transport: one OS process per worker, joined by torch.distributed (gloo on CPU, NCCL on CUDA)."""
+from __future__ import annotations
+
+import datetime
+import os
+
+import torch
+import torch.distributed as dist
+
+from .base import Communicator, Handle
+from .ledger import nbytes
+
+
+class _Pending(Handle):
+    def __init__(self, work, result):
+        self._work, self._result = work, result
+
+    def wait(self):
+        self._work.wait()
+        return self._result
+
+
+class DistCommunicator(Communicator):
+    """Wraps the default process group; ``init`` joins it from the env:// variables (RANK, WORLD_SIZE,
+    MASTER_ADDR, MASTER_PORT), which both the harness's own launcher and torchrun/Slurm set."""
+
+    transport = "dist"
+
+    def __init__(self, backend: str | None = None, device: torch.device | None = None, timeout_s: float = 1800.0):
+        if not dist.is_initialized():
+            if backend is None:
+                backend = "nccl" if torch.cuda.is_available() else "gloo"
+            dist.init_process_group(backend, init_method="env://", timeout=datetime.timedelta(seconds=timeout_s))
+        self.backend = dist.get_backend()
+        self.rank = dist.get_rank()
+        self.device = device or (torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
+                                 if self.backend == "nccl" else torch.device("cpu"))
+        super().__init__(dist.get_world_size(), [self.rank])
+
+    def _one(self, tensors):
+        if len(tensors) != 1:
+            raise ValueError(f"dist collective takes one tensor per process, got {len(tensors)}")
+        return tensors[0]
+
+    def allreduce(self, tensors):
+        return self.allreduce_async(tensors).wait()
+
+    def allreduce_async(self, tensors):
+        t = self._one(tensors)
+        self.ledger.count_call("allreduce")
+        self._count_allreduce(self.rank, t)
+        work = dist.all_reduce(t, async_op=True)
+        return _Pending(work, [t])
+
+    def allgather(self, tensors, same_size=False):
+        t = self._one(tensors).reshape(-1)
+        self.ledger.count_call("allgather")
+        if same_size:
+            sizes = [t.numel()] * self.world_size
+        else:
+            mine = torch.tensor([t.numel()], dtype=torch.int64, device=t.device)
+            all_sizes = [torch.zeros_like(mine) for _ in range(self.world_size)]
+            dist.all_gather(all_sizes, mine)
+            sizes = [int(s.item()) for s in all_sizes]
+        padded = max(sizes)
+        self._count_allgather(self.rank, t, padded, sizes_exchanged=not same_size)
+        if padded == 0:  # gloo hangs on empty tensors: nobody has anything, so nothing is sent
+            return [[t.new_empty(0) for _ in sizes]]
+        if t.numel() < padded:
+            t = torch.cat([t, t.new_zeros(padded - t.numel())])
+        out = [t.new_empty(padded) for _ in sizes]
+        dist.all_gather(out, t)
+        return [[o[:n] for o, n in zip(out, sizes)]]
+
+    def broadcast(self, tensors, src):
+        t = self._one(tensors)
+        self.ledger.count_call("broadcast")
+        dist.broadcast(t, src)
+        self._count("broadcast", self.rank, nbytes(t) if self.rank == src else 0, 0 if self.rank == src else nbytes(t))
+        return [t]
+
+    def send(self, tensor, src, dst):
+        assert src == self.rank, f"rank {self.rank} cannot send on behalf of worker {src}"
+        self.ledger.count_call("send")
+        dist.send(tensor, dst)
+        self._count("p2p", src, nbytes(tensor), 0)
+
+    def recv(self, buffer, src, dst):
+        assert dst == self.rank, f"rank {self.rank} cannot receive on behalf of worker {dst}"
+        dist.recv(buffer, src)
+        self._count("p2p", dst, 0, nbytes(buffer))
+        return buffer
+
+    def control_sum(self, values):
+        v = values.to(self.device, copy=True)
+        if self.backend == "nccl":
+            v = v.double()
+        dist.all_reduce(v)
+        return v.cpu()
+
+    def close(self):
+        if dist.is_initialized():
+            dist.destroy_process_group()

@@ -1,0 +1,3 @@
+from .lenet import LeNet
+
+__all__ = ["LeNet"]
