@@ -38,6 +38,11 @@ def _int(minimum: int | None = None) -> Callable[[str, Any], int]:
 
 def _float(minimum: float | None = None, maximum: float | None = None) -> Callable[[str, Any], float]:
     def parse(key, v):
+        if isinstance(v, str):  # YAML 1.1 reads 1e-4 (no dot) as a string
+            try:
+                v = float(v)
+            except ValueError:
+                pass
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
             raise ConfigError(f"{key}: expected a number, got {v!r}")
         if (minimum is not None and v < minimum) or (maximum is not None and v > maximum):

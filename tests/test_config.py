@@ -1,0 +1,132 @@
+"""Configuration: recipe layering, sources, run ids, --set parsing, grids."""
+from __future__ import annotations
+
+import pytest
+
+from bench.config import ConfigError, parse_set, resolve
+from bench.grid import expand, load_grid
+
+
+def lenet(**kw):
+    return resolve({"task": "lenet-mnist", "method": "baseline", **kw})
+
+
+def test_recipe_values_and_their_sources():
+    cfg = lenet()
+    assert cfg.steps == 10_000 and cfg.global_batch == 64
+    assert cfg.optimizer["name"] == "momentum" and cfg.optimizer["momentum"] == 0.9
+    assert cfg.lr_schedule == {**cfg.lr_schedule, "kind": "poly", "base_lr": 0.01, "power": 0.5, "end_lr": 0.0}
+    assert cfg.weight_decay == 5e-4 and cfg.ema == 0.9999
+    assert cfg.sources["lr_schedule.base_lr"].startswith("TernGrad Sec. 4.1")
+    assert cfg.dataset == "mnist" and cfg.overrides == {}
+
+
+def test_vanilla_recipe_and_user_override_are_recorded():
+    cfg = lenet(recipe="vanilla", steps=300, dataset="fashion-mnist")
+    assert cfg.optimizer["name"] == "sgd" and cfg.lr_schedule["base_lr"] == 0.1
+    assert cfg.overrides["steps"] == {"paper": 10_000, "used": 300, "by": "set by user"}
+    assert cfg.overrides["dataset"]["paper"] == "mnist"
+
+
+def test_tier_shortens_and_says_so():
+    cfg = lenet(tier="smoke")
+    assert cfg.steps == 300
+    assert cfg.overrides["steps"]["by"].startswith("tier smoke")
+
+
+def test_epochs_become_steps():
+    assert lenet(epochs=1).steps == 60_000 // 64 + 1  # ceil(60000 / 64)
+
+
+def test_batch_splits_over_workers():
+    assert lenet(workers=4).batch_per_worker == 16
+    with pytest.raises(ConfigError, match="global_batch"):
+        lenet(workers=3)
+
+
+def test_run_id_is_deterministic_and_ignores_where_data_lives():
+    a, b = lenet(steps=10), lenet(steps=10, data_root="/elsewhere", threads=1)
+    assert a.run_id == b.run_id
+    assert a.run_id != lenet(steps=11).run_id
+    assert a.run_id.startswith("lenet-mnist_baseline_w1_")
+
+
+@pytest.mark.parametrize("settings, item", [
+    ({"task": "nope"}, "task"),
+    ({"method": "nope"}, "method"),
+    ({"dataset": "cifar10"}, "dataset"),
+    ({"workers": 0}, "workers"),
+    ({"bogus.key": 1}, "bogus.key"),
+    ({"method.clip": 2.5}, "method.clip"),
+    ({"optimizer.name": "lamb"}, "optimizer.name"),
+    ({"lr_schedule.kind": "step"}, "lr_schedule.step_size"),
+    ({"steps": 1.5}, "steps"),
+])
+def test_bad_settings_name_the_item(settings, item):
+    with pytest.raises(ConfigError) as err:
+        resolve({"task": "lenet-mnist", "method": "baseline", **settings})
+    assert item in str(err.value)
+
+
+def test_exponent_without_dot_is_a_number():
+    assert lenet(**parse_set(["lr_schedule.base_lr=1e-4", "weight_decay=4e-5"])).lr_schedule["base_lr"] == 1e-4
+
+
+def test_parse_set_reads_yaml_scalars():
+    assert parse_set(["a=0", "b=true", "c=[80, 120]", "d=0.5", "e=tf"]) == \
+        {"a": 0, "b": True, "c": [80, 120], "d": 0.5, "e": "tf"}
+    with pytest.raises(ConfigError, match="KEY=VALUE"):
+        parse_set(["novalue"])
+
+
+def write(tmp_path, text):
+    p = tmp_path / "grid.yaml"
+    p.write_text(text)
+    return p
+
+
+def test_grid_cartesian_product_with_exclusion(tmp_path):
+    grid = load_grid(write(tmp_path, """
+base: {task: lenet-mnist, method: baseline, steps: 10}
+axes: {workers: [1, 2, 4], seed: [1, 2]}
+exclude: [{workers: 4, seed: 2}]
+"""))
+    runs = expand(grid)
+    assert sorted((r.workers, r.seed) for r in runs) == [(1, 1), (1, 2), (2, 1), (2, 2), (4, 1)]
+    assert len({r.run_id for r in runs}) == 5
+
+
+def test_method_param_axis_applies_only_to_methods_that_have_it(tmp_path, monkeypatch):
+    from dataclasses import dataclass
+
+    import methods
+    from methods.baseline import Baseline
+
+    @dataclass(frozen=True)
+    class P:
+        clip: float = 2.5
+
+    class WithClip(Baseline):
+        name, Params = "withclip", P
+
+    monkeypatch.setitem(methods.METHODS, "withclip", WithClip)
+    runs = expand(load_grid(write(tmp_path, """
+base: {task: lenet-mnist, steps: 10}
+axes: {method: [baseline, withclip], method.clip: [0, 2.5]}
+""")))
+    # baseline ignores the clip axis: its two combinations are one run
+    assert sorted((r.method, r.method_params.get("clip")) for r in runs) == \
+        [("baseline", None), ("withclip", 0.0), ("withclip", 2.5)]
+
+
+@pytest.mark.parametrize("text, item", [
+    ("base: [oops", "not valid YAML"),
+    ("base: {task: lenet-mnist}\naxes: {workers: 2}", "axis 'workers'"),
+    ("bases: {}", "unknown top-level key 'bases'"),
+    ("base: {task: lenet-mnist, method: baseline}\naxes: {method.clip: [0]}", "method.clip"),
+    ("base: {task: lenet-mnist}\naxes: {method: [baseline, zip]}", "zip"),
+])
+def test_malformed_grids(tmp_path, text, item):
+    with pytest.raises(ConfigError) as err:
+        expand(load_grid(write(tmp_path, text)))
+    assert item in str(err.value)

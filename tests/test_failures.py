@@ -1,0 +1,104 @@
+"""Runs that go wrong: a worker dies, a worker raises, training diverges. Records say what happened."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from .conftest import REPO, commbench
+
+TINY = ["run", "--task", "lenet-mnist", "--dataset", "synthetic", "--method", "baseline", "--workers", "2",
+        "--quiet"]
+
+
+def record_of(out: Path) -> dict:
+    (path,) = (out / "runs").glob("*.json")
+    return json.loads(path.read_text())
+
+
+def children(pid: int) -> list[int]:
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(c) for c in (task / "children").read_text().split()]
+    return found
+
+
+def rank_of(pid: int) -> int:
+    env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    return int(next(e for e in env if e.startswith(b"RANK=")).split(b"=")[1])
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+
+
+def start_long_run(out: Path) -> tuple[subprocess.Popen, list[str]]:
+    proc = subprocess.Popen([sys.executable, "-m", "bench", "run", "--task", "lenet-mnist", "--dataset",
+                             "synthetic", "--method", "baseline", "--workers", "2", "--steps", "100000",
+                             "--out", str(out)], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    lines: list[str] = []
+    threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True).start()
+    deadline = time.monotonic() + 120
+    while not any("steps" in ln for ln in lines):  # the first progress line: training is under way
+        assert proc.poll() is None and time.monotonic() < deadline, lines
+        time.sleep(0.2)
+    return proc, lines
+
+
+def test_sigkilled_worker_fails_the_run_and_leaves_no_process(tmp_path):
+    proc, _ = start_long_run(tmp_path)
+    workers = children(proc.pid)
+    assert len(workers) == 2
+    victim = next(p for p in workers if rank_of(p) == 1)
+    killed_at = time.monotonic()
+    os.kill(victim, signal.SIGKILL)
+    assert proc.wait(timeout=60) == 1
+    assert time.monotonic() - killed_at < 60
+    rec = record_of(tmp_path)
+    assert rec["status"] == "failed" and "worker 1 was killed by SIGKILL" in rec["error"]
+    assert not any(alive(p) for p in workers)
+
+
+def test_killed_launcher_takes_its_workers_with_it(tmp_path):
+    proc, _ = start_long_run(tmp_path)
+    workers = children(proc.pid)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+    deadline = time.monotonic() + 30
+    while any(alive(p) for p in workers) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not any(alive(p) for p in workers)
+
+
+def test_worker_exception_is_the_records_error(tmp_path):
+    proc = commbench(*TINY, "--steps", "50", "--set", "fail_at_step=5", "--out", str(tmp_path))
+    assert proc.returncode == 1
+    rec = record_of(tmp_path)
+    assert rec["status"] == "failed"
+    assert "worker 1 exited with code 1" in rec["error"] and "fail_at_step=5" in rec["error"]
+    assert "\n" not in rec["error"]
+
+
+def test_sim_exception_is_the_records_error(tmp_path):
+    proc = commbench(*TINY, "--backend", "sim", "--steps", "50", "--set", "fail_at_step=5", "--out", str(tmp_path))
+    assert proc.returncode == 1
+    assert record_of(tmp_path)["error"].startswith("RuntimeError: fail_at_step=5")
+
+
+def test_divergence_stops_early_with_status_diverged(tmp_path):
+    proc = commbench(*TINY, "--backend", "sim", "--steps", "200", "--set", "lr_schedule.base_lr=1e12",
+                     "--set", "lr_schedule.kind=fixed", "--out", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    rec = record_of(tmp_path)
+    assert rec["status"] == "diverged"
+    assert rec["metrics"]["steps"] < 200 and rec["metrics"]["top1"] is None
