@@ -46,7 +46,8 @@ def execute(cfg: RunConfig, out: Path, *, force: bool = False, save_weights: boo
                           "processes")
 
     started_at, t0 = now(), time.perf_counter()
-    progress = Progress(cfg.run_id, cfg.steps, enabled=show_progress)
+    quiet_rank = under_outside_launcher() and os.environ["RANK"] != "0"
+    progress = Progress(cfg.run_id, cfg.steps, enabled=show_progress and not quiet_rank)
     status, error, outcome = "failed", None, None
     world = {"world_size": cfg.workers, "dist_backend": None}
     root = Path(cfg.data_root or "data")

@@ -69,4 +69,4 @@ def render(table: pd.DataFrame, fmt: str) -> str:
         return table.to_csv(index=False)
     if table.empty:
         return "(no records)\n"
-    return table.to_markdown(index=False) + "\n"
+    return table.to_markdown(index=False, disable_numparse=True) + "\n"
