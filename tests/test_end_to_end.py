@@ -63,3 +63,20 @@ def test_sim_ends_with_the_same_weights_and_bytes(runs):
     for key in ("bytes_sent", "bytes_received", "bytes_fp32_equiv", "top1"):
         assert dist["metrics"][key] == sim["metrics"][key], key
     assert dist["run_id"] != sim["run_id"]
+
+
+def test_under_torchrun_rank0_writes_the_record(tmp_path):
+    import subprocess
+    import sys
+
+    from .conftest import REPO
+
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "-m", "bench",
+                           "run", "--task", "lenet-mnist", "--dataset", "synthetic", "--method", "baseline",
+                           "--workers", "2", "--steps", "10", "--quiet", "--out", str(tmp_path)],
+                          capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    (path,) = (tmp_path / "runs").glob("*.json")
+    rec = json.loads(path.read_text())
+    assert rec["status"] == "done" and rec["env"]["world_size"] == 2 and rec["env"]["dist_backend"] == "gloo"
+    assert rec["metrics"]["bytes_sent"] == 4 * 1_256_080 * 2 * 10
