@@ -65,31 +65,36 @@ def execute(cfg: RunConfig, out: Path, *, force: bool = False, save_weights: boo
             finally:
                 comm.close()
             if outcome is None:  # not rank 0: rank 0 writes the record
-                progress.close()
                 return RunResult({}, None)
         else:
             outcome, world = launch_local(cfg, out / "logs" / cfg.run_id, report=progress.update,
                                           save_weights=save_weights)
         status = outcome.status
     except KeyboardInterrupt:
-        error = "interrupted (Ctrl-C)"
+        progress.close()
+        _store(cfg, out, "failed", "interrupted (Ctrl-C)", outcome, world, started_at, t0, save_weights)
         raise
     except Exception as exc:  # the run failed: say why in the record
         error = one_line(exc)
-    finally:
-        progress.close()
-        wall_s = time.perf_counter() - t0
-        device = "cuda" if (cfg.device == "cuda" or (cfg.device == "auto" and _cuda())) else "cpu"
-        env = collect_env(world["world_size"], world["dist_backend"], device, started_at)
-        metrics = {**EMPTY_METRICS, **(outcome.metrics if outcome else {}), "wall_s": wall_s}
-        record = make_record(cfg.run_id, status if error is None else "failed", error, cfg.to_dict(), env,
-                             metrics, outcome.history if outcome else [], outcome.data if outcome else None)
-        path = write_record(out, record)
-        if save_weights and outcome is not None and outcome.weights is not None:
-            import torch
+    progress.close()
+    return _store(cfg, out, status, error, outcome, world, started_at, t0, save_weights)
 
-            (out / "weights").mkdir(parents=True, exist_ok=True)
-            torch.save(outcome.weights, out / "weights" / f"{cfg.run_id}.pt")
+
+def _store(cfg: RunConfig, out: Path, status: str, error: str | None, outcome: Outcome | None, world: dict,
+           started_at: str, t0: float, save_weights: bool) -> RunResult:
+    """Write the run's record (and worker 0's weights on request)."""
+    wall_s = time.perf_counter() - t0
+    device = "cuda" if (cfg.device == "cuda" or (cfg.device == "auto" and _cuda())) else "cpu"
+    env = collect_env(world["world_size"], world["dist_backend"], device, started_at)
+    metrics = {**EMPTY_METRICS, **(outcome.metrics if outcome else {}), "wall_s": wall_s}
+    record = make_record(cfg.run_id, status if error is None else "failed", error, cfg.to_dict(), env,
+                         metrics, outcome.history if outcome else [], outcome.data if outcome else None)
+    path = write_record(out, record)
+    if save_weights and outcome is not None and outcome.weights is not None:
+        import torch
+
+        (out / "weights").mkdir(parents=True, exist_ok=True)
+        torch.save(outcome.weights, out / "weights" / f"{cfg.run_id}.pt")
     return RunResult(record, path)
 
 

@@ -27,6 +27,7 @@ from .config import RunConfig
 from .optim import EMA, lr_at, make_optimizer
 
 Reporter = Callable[[int, int, float], None]  # (steps done, total steps, mean train loss)
+REPORT_EVERY_S = 1.0  # progress between history points, so long runs show life from the first second
 
 
 @dataclass
@@ -147,6 +148,7 @@ def train(cfg: RunConfig, comm: Communicator, report: Reporter | None = None,
     history: list[dict] = []
     status, train_s, done, top1, top5, mean_loss = "done", 0.0, 0, None, None, float("nan")
     loss_sum, loss_count = torch.zeros((), dtype=torch.float64, device=device), 0
+    last_report = time.monotonic()
     for step in range(cfg.steps):
         if cfg.fail_at_step is not None and step == cfg.fail_at_step and cfg.workers - 1 in comm.local_ranks:
             raise RuntimeError(f"fail_at_step={step}: worker {cfg.workers - 1} fails on purpose")
@@ -174,6 +176,9 @@ def train(cfg: RunConfig, comm: Communicator, report: Reporter | None = None,
         done = step + 1
 
         if done % stride and done not in evals:
+            if report and time.monotonic() - last_report >= REPORT_EVERY_S:  # this process's loss, no sync
+                last_report = time.monotonic()
+                report(done, cfg.steps, loss_sum.item() / max(1, loss_count))
             continue
         # Log point: agree across processes on the loss, divergence and bytes (uncounted control channel).
         totals = comm.control_sum(torch.tensor([loss_sum.item(), loss_count,

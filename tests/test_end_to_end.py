@@ -78,5 +78,6 @@ def test_under_torchrun_rank0_writes_the_record(tmp_path):
     assert proc.returncode == 0, proc.stderr
     (path,) = (tmp_path / "runs").glob("*.json")
     rec = json.loads(path.read_text())
-    assert rec["status"] == "done" and rec["env"]["world_size"] == 2 and rec["env"]["dist_backend"] == "gloo"
+    assert rec["status"] == "done", rec["error"]
+    assert rec["env"]["world_size"] == 2 and rec["env"]["dist_backend"] == "gloo"
     assert rec["metrics"]["bytes_sent"] == 4 * 1_256_080 * 2 * 10

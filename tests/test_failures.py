@@ -102,3 +102,13 @@ def test_divergence_stops_early_with_status_diverged(tmp_path):
     rec = record_of(tmp_path)
     assert rec["status"] == "diverged"
     assert rec["metrics"]["steps"] < 200 and rec["metrics"]["top1"] is None
+
+
+def test_ctrl_c_leaves_a_failed_record_and_no_worker(tmp_path):
+    proc, _ = start_long_run(tmp_path)
+    workers = children(proc.pid)
+    os.kill(proc.pid, signal.SIGINT)
+    assert proc.wait(timeout=60) == 130
+    rec = record_of(tmp_path)
+    assert rec["status"] == "failed" and rec["error"] == "interrupted (Ctrl-C)"
+    assert not any(alive(p) for p in workers)
