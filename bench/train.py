@@ -123,7 +123,8 @@ def train(cfg: RunConfig, comm: Communicator, report: Reporter | None = None,
     torch.manual_seed(cfg.seed)
     template = task.build_model(cfg.model_variant, data.num_classes)
     models = [copy.deepcopy(template).to(device).train() for _ in comm.local_ranks]
-    workers = [Worker(rank, dict(m.named_parameters()), make_optimizer(cfg.optimizer, m.parameters()))
+    workers = [Worker(rank, dict(m.named_parameters()), make_optimizer(cfg.optimizer, m.parameters()),
+                      seed=derive_seed(cfg.seed, rank, 2))
                for rank, m in zip(comm.local_ranks, models)]
     method_cls = METHODS[cfg.method]
     method = method_cls(comm, workers, method_cls.Params(**cfg.method_params),
@@ -205,8 +206,9 @@ def train(cfg: RunConfig, comm: Communicator, report: Reporter | None = None,
         if report:
             report(done, cfg.steps, mean_loss)
 
-    totals = comm.control_sum(torch.tensor([comm.ledger.total_sent(), comm.ledger.total_received()],
-                                           dtype=torch.float64))
+    extras = method_cls.extra_metrics
+    totals = comm.control_sum(torch.tensor([comm.ledger.total_sent(), comm.ledger.total_received(),
+                                            *(comm.ledger.total_extra(e) for e in extras)], dtype=torch.float64))
     if not holds_rank0:
         return None
     metrics = {
@@ -216,6 +218,7 @@ def train(cfg: RunConfig, comm: Communicator, report: Reporter | None = None,
         "bytes_sent": int(totals[0].item()), "bytes_received": int(totals[1].item()),
         "bytes_fp32_equiv": 4 * grad_elements * cfg.workers * done, "wire_bytes_measured": None,
         "parameters": grad_elements, "threads_per_worker": torch.get_num_threads(),
+        **{e: totals[2 + i].item() for i, e in enumerate(extras)},
     }
     weights = {k: v.detach().cpu().clone() for k, v in models[0].state_dict().items()} if keep_weights else None
     provenance = {"dataset": cfg.dataset, "synthetic": cfg.dataset == "synthetic",

@@ -5,7 +5,9 @@
 """
 from .base import Method, NoParams, Worker, param_fields
 from .baseline import Baseline
+from .terngrad import TernGrad
+from .threshold import BGT, QGT, WGT
 
-METHODS: dict[str, type[Method]] = {cls.name: cls for cls in (Baseline,)}
+METHODS: dict[str, type[Method]] = {cls.name: cls for cls in (Baseline, TernGrad, WGT, BGT, QGT)}
 
 __all__ = ["METHODS", "Method", "NoParams", "Worker", "param_fields"]

@@ -25,6 +25,7 @@ class Worker:
     rank: int
     params: dict[str, torch.Tensor]
     optimizer: torch.optim.Optimizer
+    seed: int = 0  # this worker's own seed for a method's randomness (the harness mixes in the rank)
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,7 @@ class Method(ABC):
     name: ClassVar[str]
     summary: ClassVar[str]
     Params: ClassVar[type] = NoParams
+    extra_metrics: ClassVar[tuple[str, ...]] = ()  # ledger extras the run record reports (e.g. paper_bytes)
 
     def __init__(self, comm: Communicator, workers: Sequence[Worker], params, weight_decay: Mapping[str, float]):
         if [w.rank for w in workers] != comm.local_ranks:

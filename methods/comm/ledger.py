@@ -29,11 +29,19 @@ class ByteLedger:
     received: dict[int, int] = field(default_factory=lambda: defaultdict(int))
     by_op: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     calls: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    extras: dict[str, dict[int, float]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(float)))
 
     def record(self, op: str, rank: int, sent: int, received: int) -> None:
         self.sent[rank] += sent
         self.received[rank] += received
         self.by_op[op] += sent
+
+    def add_extra(self, name: str, rank: int, amount: float) -> None:
+        """A method's own secondary accounting (e.g. a paper's byte convention); not wire bytes."""
+        self.extras[name][rank] += amount
+
+    def total_extra(self, name: str) -> float:
+        return sum(self.extras[name].values())
 
     def count_call(self, op: str) -> None:
         self.calls[op] += 1
@@ -50,6 +58,7 @@ class ByteLedger:
             "received": dict(self.received),
             "by_op": dict(self.by_op),
             "calls": dict(self.calls),
+            "extras": {k: dict(v) for k, v in self.extras.items()},
         }
 
     def load_state_dict(self, state: dict) -> None:
@@ -57,3 +66,6 @@ class ByteLedger:
             target = getattr(self, name)
             target.clear()
             target.update({(int(k) if name in ("sent", "received") else k): int(v) for k, v in state[name].items()})
+        self.extras.clear()
+        for name, per_rank in state.get("extras", {}).items():
+            self.extras[name].update({int(r): float(v) for r, v in per_rank.items()})
