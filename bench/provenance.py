@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import datetime
+import importlib.metadata
 import os
 import platform
 import socket
@@ -34,10 +35,9 @@ def git_state(root: Path = SOURCE_ROOT) -> tuple[str | None, bool | None]:
 def collect_env(world_size: int, dist_backend: str | None, device: str, started_at: str) -> dict:
     import torch
 
-    try:
-        import torchvision
-        tv = torchvision.__version__
-    except Exception:  # a broken torchvision must not lose the record
+    try:  # the installed version, without importing torchvision (slow, and it may be broken)
+        tv = importlib.metadata.version("torchvision")
+    except importlib.metadata.PackageNotFoundError:
         tv = None
     sha, dirty = git_state()
     gpu = torch.cuda.get_device_name(0) if device == "cuda" and torch.cuda.is_available() else None

@@ -40,13 +40,14 @@ def select(kind: str, acc: torch.Tensor, threshold: float) -> tuple[sparse.Sent,
     """Apply the rule to an accumulated float64 vector. Returns what is sent and, per sent element, the
     float64 value of the float32 number receivers will add (so the caller can subtract it exactly)."""
     t32 = float(torch.tensor(threshold, dtype=torch.float32))
-    indices = (acc.abs() >= t32).nonzero().squeeze(1)
+    mask = acc.abs() >= t32
+    indices = mask.nonzero().squeeze(1)
     picked = acc[indices]
     if kind == "wgt":
-        sent = sparse.Sent(indices, values=picked.to(torch.float32))
+        sent = sparse.Sent(indices, values=picked.to(torch.float32), mask=mask)
     else:
         negative = picked < 0
-        sent = sparse.Sent(indices, negative=negative)
+        sent = sparse.Sent(indices, negative=negative, mask=mask)
         if kind == "qgt":
             sent.multiples = torch.floor(picked.abs() / t32).clamp_(max=255).to(torch.uint8)
     return sent, sparse.values_of(kind, sent, threshold).double()
@@ -76,8 +77,7 @@ class Threshold(Method):
         """Sum of every worker's sent values, in rank order (float32, dense)."""
         total = torch.zeros(self.numel, dtype=torch.float32, device=like.device)
         for payload in payloads:
-            sent = sparse.decode(self.kind, payload, self.numel)
-            total.index_add_(0, sent.indices, sparse.values_of(self.kind, sent, self.params.threshold))
+            sparse.add_into(self.kind, payload, self.numel, self.params.threshold, total)
         return total
 
     def step(self, grads, lr, step):

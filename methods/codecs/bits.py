@@ -3,9 +3,6 @@ from __future__ import annotations
 
 import torch
 
-_SHIFTS = (0, 1, 2, 3, 4, 5, 6, 7)
-_BIT_LUT: dict[torch.device, torch.Tensor] = {}
-_TRIT2_LUT: dict[torch.device, torch.Tensor] = {}
 _TRIT3_LUT: dict[torch.device, torch.Tensor] = {}
 
 
@@ -15,40 +12,53 @@ def _lut(cache: dict, device: torch.device, build) -> torch.Tensor:
     return cache[device]
 
 
-def pack_bits(mask: torch.Tensor) -> torch.Tensor:
-    """bool (n,) -> uint8 (ceil(n/8),); element j is bit j%8 of byte j//8."""
-    n = mask.numel()
-    bits = torch.zeros(((n + 7) // 8) * 8, dtype=torch.uint8, device=mask.device)
-    bits[:n] = mask.reshape(-1)
-    bits = bits.view(-1, 8)
-    out = bits[:, 0].clone()
-    for s in _SHIFTS[1:]:
-        out |= bits[:, s] << s
+def _planes(packed: torch.Tensor, fields: int, width: int, n: int) -> torch.Tensor:
+    """Split each byte into ``fields`` bit fields of ``width`` bits; field k of byte j is element k*m + j.
+
+    Every layout here is plane-major (TernGrad's quarters), so each field fills one contiguous block of the
+    output: a few whole-array shifts instead of a gather through an index tensor."""
+    m = packed.numel()
+    out = torch.empty(fields * m, dtype=torch.uint8, device=packed.device)
+    planes = out.view(fields, m)
+    mask = (1 << width) - 1
+    for k in range(fields):
+        torch.bitwise_right_shift(packed, width * k, out=planes[k])
+        planes[k].bitwise_and_(mask)
+    return out[:n]
+
+
+def _join(codes: torch.Tensor, fields: int, width: int, fill: int) -> torch.Tensor:
+    """Inverse of :func:`_planes` for codes (uint8, each < 2**width), padded with ``fill``."""
+    n = codes.numel()
+    m = (n + fields - 1) // fields
+    padded = torch.full((fields * m,), fill, dtype=torch.uint8, device=codes.device)
+    padded[:n] = codes
+    planes = padded.view(fields, m)
+    out = planes[0].clone()
+    for k in range(1, fields):
+        out.bitwise_or_(planes[k] << (width * k))
     return out
+
+
+def pack_bits(mask: torch.Tensor) -> torch.Tensor:
+    """bool (n,) -> uint8 (ceil(n/8),); element k*m + j is bit k of byte j (m = ceil(n/8))."""
+    return _join(mask.reshape(-1).view(torch.uint8), 8, 1, 0)
 
 
 def unpack_bits(packed: torch.Tensor, n: int) -> torch.Tensor:
     """uint8 (ceil(n/8),) -> bool (n,)."""
-    lut = _lut(_BIT_LUT, packed.device,
-               lambda: ((torch.arange(256)[:, None] >> torch.arange(8)) & 1).bool())
-    return lut[packed.long()].reshape(-1)[:n]
+    return _planes(packed, 8, 1, n).view(torch.bool)
 
 
 def pack_trits_2bit(trits: torch.Tensor) -> torch.Tensor:
     """int8 in {-1,0,1} (n,) -> uint8 (ceil(n/4),), 4 trits a byte as TernGrad's ternary_encoder lays them
     out: the vector is cut into 4 contiguous quarters and byte j holds element j of each quarter."""
-    n = trits.numel()
-    m = (n + 3) // 4
-    codes = torch.ones(4 * m, dtype=torch.uint8, device=trits.device)  # padding decodes to 0
-    codes[:n] = (trits.reshape(-1) + 1).to(torch.uint8)
-    q = codes.view(4, m)
-    return q[0] | (q[1] << 2) | (q[2] << 4) | (q[3] << 6)
+    return _join((trits.reshape(-1) + 1).view(torch.uint8), 4, 2, 1)
 
 
 def unpack_trits_2bit(packed: torch.Tensor, n: int) -> torch.Tensor:
-    lut = _lut(_TRIT2_LUT, packed.device,
-               lambda: (((torch.arange(256)[:, None] >> (2 * torch.arange(4))) & 3) - 1).to(torch.int8))
-    return lut[packed.long()].t().reshape(-1)[:n]
+    out = _planes(packed, 4, 2, n).view(torch.int8)
+    return out.sub_(1)
 
 
 def pack_trits_base3(trits: torch.Tensor) -> torch.Tensor:
@@ -63,12 +73,15 @@ def pack_trits_base3(trits: torch.Tensor) -> torch.Tensor:
 
 
 def unpack_trits_base3(packed: torch.Tensor, n: int) -> torch.Tensor:
-    def build():
-        v = torch.arange(256)[:, None] // (3 ** torch.arange(5)) % 3 - 1
-        return v.to(torch.int8)
-
-    lut = _lut(_TRIT3_LUT, packed.device, build)
-    return lut[packed.long()].t().reshape(-1)[:n]
+    lut = _lut(_TRIT3_LUT, packed.device,
+               lambda: (torch.arange(256)[None, :] // (3 ** torch.arange(5))[:, None] % 3 - 1).to(torch.int8))
+    m = packed.numel()
+    index = packed.to(torch.int32)
+    out = torch.empty(5 * m, dtype=torch.int8, device=packed.device)
+    planes = out.view(5, m)
+    for k in range(5):  # digit k of every byte, by one table lookup into a contiguous plane
+        torch.index_select(lut[k], 0, index, out=planes[k])
+    return out[:n]
 
 
 TRIT_PACKINGS = {

@@ -27,12 +27,13 @@ KINDS = ("wgt", "bgt", "qgt")
 @dataclass
 class Sent:
     """What one worker sends: element indices (int64, ascending), and per kind: ``values`` (wgt, float32),
-    ``negative`` (bgt/qgt, bool), ``multiples`` (qgt, uint8, 1..255)."""
+    ``negative`` (bgt/qgt, bool), ``multiples`` (qgt, uint8, 1..255), all in element order."""
 
-    indices: torch.Tensor
+    indices: torch.Tensor | None
     values: torch.Tensor | None = None
     negative: torch.Tensor | None = None
     multiples: torch.Tensor | None = None
+    mask: torch.Tensor | None = None  # bool (n,), set when decoded from the bitmap layout
 
 
 def body_bytes(kind: str, n: int, k: int) -> dict[int, int]:
@@ -60,8 +61,10 @@ def encode(kind: str, sent: Sent, n: int) -> torch.Tensor:
             if kind == "qgt":
                 parts.append(sent.multiples)
     else:
-        mask = torch.zeros(n, dtype=torch.bool, device=device)
-        mask[sent.indices] = True
+        mask = sent.mask
+        if mask is None:
+            mask = torch.zeros(n, dtype=torch.bool, device=device)
+            mask[sent.indices] = True
         if kind == "wgt":
             parts += [as_bytes(sent.values.to(torch.float32)), pack_bits(mask)]
         else:
@@ -73,7 +76,7 @@ def encode(kind: str, sent: Sent, n: int) -> torch.Tensor:
     return payload
 
 
-def decode(kind: str, payload: torch.Tensor, n: int) -> Sent:
+def decode(kind: str, payload: torch.Tensor, n: int, want_indices: bool = True) -> Sent:
     layout, k = from_bytes(payload[:HEADER], torch.int32).tolist()
     body = payload[HEADER:]
     if layout == SPARSE:
@@ -89,13 +92,26 @@ def decode(kind: str, payload: torch.Tensor, n: int) -> Sent:
     if kind == "wgt":
         values = from_bytes(body[:4 * k], torch.float32)
         mask = unpack_bits(body[4 * k:4 * k + nbits], n)
-        return Sent(mask.nonzero().squeeze(1), values=values)
+        return Sent(mask.nonzero().squeeze(1) if want_indices else None, values=values, mask=mask)
     mask = unpack_bits(body[:nbits], n)
     ksign = (k + 7) // 8
-    sent = Sent(mask.nonzero().squeeze(1), negative=unpack_bits(body[nbits:nbits + ksign], k))
+    sent = Sent(mask.nonzero().squeeze(1) if want_indices else None, mask=mask,
+                negative=unpack_bits(body[nbits:nbits + ksign], k))
     if kind == "qgt":
         sent.multiples = body[nbits + ksign:nbits + ksign + k]
     return sent
+
+
+def add_into(kind: str, payload: torch.Tensor, n: int, threshold: float, total: torch.Tensor) -> None:
+    """total[i] += the value worker sent for element i (float32). The bitmap layout is scattered through
+    its mask, so the receiver never builds an index list for a dense payload."""
+    layout = int(from_bytes(payload[:4], torch.int32))
+    sent = decode(kind, payload, n, want_indices=layout == SPARSE)
+    values = values_of(kind, sent, threshold)
+    if layout == SPARSE:
+        total.index_add_(0, sent.indices, values)
+    else:
+        total += torch.zeros_like(total).masked_scatter_(sent.mask, values)
 
 
 def values_of(kind: str, sent: Sent, threshold: float) -> torch.Tensor:

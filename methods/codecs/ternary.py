@@ -40,8 +40,9 @@ def clip_and_scale(g: torch.Tensor, clip: float, scaler: str) -> tuple[torch.Ten
 def ternarize(g: torch.Tensor, s: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
     """Stochastic ternarization: sign(g) with probability min(|g|/s, 1), else 0 (int8 in {-1, 0, 1}).
 
-    E[s * ternarize(g)] = g wherever |g| <= s (Eq. 3: unbiased). s = 0 (an all-zero tensor) gives zeros.
+    E[s * ternarize(g)] = g wherever |g| <= s (Eq. 3: unbiased). With u ~ U(0, 1): +1 where g > u*s and
+    -1 where g < -u*s, which is sign(g) * [u < |g|/s] without dividing by a possibly zero s.
     """
-    r = torch.rand(g.shape, generator=generator, device=g.device, dtype=g.dtype)
-    keep = r * s < g.abs()  # r < |g|/s without dividing by a possibly zero s
-    return torch.where(keep, torch.sign(g), torch.zeros((), dtype=g.dtype, device=g.device)).to(torch.int8)
+    threshold = torch.rand(g.shape, generator=generator, device=g.device, dtype=g.dtype).mul_(s)
+    positive = (g > threshold).view(torch.int8)
+    return positive.sub_((g < threshold.neg_()).view(torch.int8))

@@ -1,0 +1,102 @@
+"""Codec speed on a 4M-element float32 gradient, one CPU thread, beside a plain copy of the same tensor.
+
+Two numbers per method: the wire codec alone (pack + unpack for TernGrad's trits; encode + decode of the
+threshold payloads) and the whole path (quantize + encode + decode: ternarization or threshold selection
+included). Ratios against the copy, all measured in one session, land in results/benchmarks/codecs.json.
+Run with ``make bench``.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from bench.records import atomic_write
+from methods.codecs import sparse
+from methods.codecs.bits import TRIT_PACKINGS
+from methods.codecs.ternary import clip_and_scale, ternarize
+from methods.threshold import select
+
+from ..conftest import REPO
+
+N = 4 * 1024 * 1024
+RESULTS: dict[str, float] = {}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread_and_report():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+    copy = RESULTS.get("copy")
+    if copy:
+        table = {k: {"median_ms": v * 1e3, "rate_vs_copy": copy / v} for k, v in RESULTS.items()}
+        atomic_write(REPO / "results" / "benchmarks" / "codecs.json",
+                     json.dumps({"elements": N, "threads": 1, "results": table}, indent=1) + "\n")
+        print("\n" + "\n".join(f"{k:28s} {v['median_ms']:8.2f} ms  {v['rate_vs_copy']:.3f} x copy rate"
+                               for k, v in table.items()))
+
+
+@pytest.fixture(scope="module")
+def gradient():
+    return torch.randn(N, generator=torch.Generator().manual_seed(0)) * 1e-3
+
+
+def run(benchmark, name, fn):
+    benchmark.pedantic(fn, rounds=7, warmup_rounds=1)
+    RESULTS[name] = benchmark.stats.stats.median
+
+
+@pytest.mark.benchmark
+def test_copy(benchmark, gradient):
+    out = torch.empty_like(gradient)
+    run(benchmark, "copy", lambda: out.copy_(gradient))
+
+
+@pytest.mark.benchmark
+@pytest.mark.parametrize("packing", sorted(TRIT_PACKINGS))
+def test_terngrad_wire(benchmark, gradient, packing):
+    pack, unpack, _ = TRIT_PACKINGS[packing]
+    trits = ternarize(gradient, gradient.abs().max(), torch.Generator().manual_seed(1))
+    run(benchmark, f"terngrad-{packing} wire", lambda: unpack(pack(trits), N))
+
+
+@pytest.mark.benchmark
+@pytest.mark.parametrize("packing", sorted(TRIT_PACKINGS))
+def test_terngrad_full(benchmark, gradient, packing):
+    pack, unpack, _ = TRIT_PACKINGS[packing]
+    gen = torch.Generator().manual_seed(1)
+
+    def full():
+        clipped, s = clip_and_scale(gradient, 2.5, "max")
+        return unpack(pack(ternarize(clipped, s, gen)), N).float() * s
+
+    run(benchmark, f"terngrad-{packing} full", full)
+
+
+THRESHOLDS = [1e-3, 3e-3]  # on this gradient: about 32% and 0.3% of elements sent
+
+
+@pytest.mark.benchmark
+@pytest.mark.parametrize("kind", sparse.KINDS)
+@pytest.mark.parametrize("threshold", THRESHOLDS)
+def test_threshold_wire(benchmark, gradient, kind, threshold):
+    sent, _ = select(kind, gradient.double(), threshold)
+    total = torch.zeros(N)
+    run(benchmark, f"{kind} T={threshold:g} wire",
+        lambda: sparse.add_into(kind, sparse.encode(kind, sent, N), N, threshold, total))
+
+
+@pytest.mark.benchmark
+@pytest.mark.parametrize("kind", sparse.KINDS)
+@pytest.mark.parametrize("threshold", THRESHOLDS)
+def test_threshold_full(benchmark, gradient, kind, threshold):
+    acc, total = gradient.double(), torch.zeros(N)
+
+    def full():
+        sent, _ = select(kind, acc, threshold)
+        sparse.add_into(kind, sparse.encode(kind, sent, N), N, threshold, total)
+
+    run(benchmark, f"{kind} T={threshold:g} full", full)
