@@ -10,6 +10,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from .conftest import REPO, commbench
 
 TINY = ["run", "--task", "lenet-mnist", "--dataset", "synthetic", "--method", "baseline", "--workers", "2",
@@ -41,11 +43,35 @@ def alive(pid: int) -> bool:
     return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
 
 
+def default_sigint() -> None:
+    # A shell's background job inherits SIGINT ignored, and Python then never raises KeyboardInterrupt.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@pytest.fixture
+def long_runs():
+    """Start 100K-step runs; whatever a test leaves running is killed with its workers."""
+    started: list[subprocess.Popen] = []
+
+    def start(out: Path) -> tuple[subprocess.Popen, list[str]]:
+        proc, lines = start_long_run(out)
+        started.append(proc)
+        return proc, lines
+
+    yield start
+    for proc in started:
+        if proc.poll() is None:
+            for pid in children(proc.pid):
+                os.kill(pid, signal.SIGKILL)
+            proc.kill()
+            proc.wait()
+
+
 def start_long_run(out: Path) -> tuple[subprocess.Popen, list[str]]:
     proc = subprocess.Popen([sys.executable, "-m", "bench", "run", "--task", "lenet-mnist", "--dataset",
                              "synthetic", "--method", "baseline", "--workers", "2", "--steps", "100000",
                              "--out", str(out)], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, preexec_fn=default_sigint)
     lines: list[str] = []
     threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True).start()
     deadline = time.monotonic() + 120
@@ -55,8 +81,8 @@ def start_long_run(out: Path) -> tuple[subprocess.Popen, list[str]]:
     return proc, lines
 
 
-def test_sigkilled_worker_fails_the_run_and_leaves_no_process(tmp_path):
-    proc, _ = start_long_run(tmp_path)
+def test_sigkilled_worker_fails_the_run_and_leaves_no_process(tmp_path, long_runs):
+    proc, _ = long_runs(tmp_path)
     workers = children(proc.pid)
     assert len(workers) == 2
     victim = next(p for p in workers if rank_of(p) == 1)
@@ -69,8 +95,8 @@ def test_sigkilled_worker_fails_the_run_and_leaves_no_process(tmp_path):
     assert not any(alive(p) for p in workers)
 
 
-def test_killed_launcher_takes_its_workers_with_it(tmp_path):
-    proc, _ = start_long_run(tmp_path)
+def test_killed_launcher_takes_its_workers_with_it(tmp_path, long_runs):
+    proc, _ = long_runs(tmp_path)
     workers = children(proc.pid)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=10)
@@ -104,8 +130,8 @@ def test_divergence_stops_early_with_status_diverged(tmp_path):
     assert rec["metrics"]["steps"] < 200 and rec["metrics"]["top1"] is None
 
 
-def test_ctrl_c_leaves_a_failed_record_and_no_worker(tmp_path):
-    proc, _ = start_long_run(tmp_path)
+def test_ctrl_c_leaves_a_failed_record_and_no_worker(tmp_path, long_runs):
+    proc, _ = long_runs(tmp_path)
     workers = children(proc.pid)
     os.kill(proc.pid, signal.SIGINT)
     assert proc.wait(timeout=60) == 130
