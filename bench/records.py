@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 SCHEMA_VERSION = 1
+_UMASK = os.umask(0)
+os.umask(_UMASK)
 STATUSES = ("done", "diverged", "failed")
 
 
@@ -20,6 +22,7 @@ def atomic_write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp makes 0600; results are shared, so honour the umask
         with os.fdopen(fd, "w") as f:
             f.write(text)
         os.replace(tmp, path)

@@ -34,9 +34,15 @@ def test_table_groups_seeds_and_computes_ratios(tmp_path):
     assert "| baseline" in render(table, "md")
 
 
-def test_atomic_write_leaves_only_the_record(tmp_path):
-    write_record(tmp_path, fake("a", "baseline", 1, 0.8, 1))
+def test_atomic_write_leaves_only_the_record_readable_by_others(tmp_path):
+    import os
+    import stat
+
+    path = write_record(tmp_path, fake("a", "baseline", 1, 0.8, 1))
     assert [p.name for p in (tmp_path / "runs").iterdir()] == ["a.json"]
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~umask
 
 
 def test_sweep_runs_then_skips_done_runs(tmp_path):
