@@ -136,3 +136,26 @@ def test_sim_and_dist_agree(tmp_path, method, workers):
 
 def test_every_method_is_registered():
     assert set(METHODS) >= {"baseline", "terngrad", "wgt", "bgt", "qgt"}
+
+
+def sim_run(method: str, steps: int = 10, **params) -> dict:
+    """A short in-process LeNet run on synthetic data; returns its metrics."""
+    from bench.config import resolve
+    from bench.train import train
+
+    settings = {"task": "lenet-mnist", "method": method, "dataset": "synthetic", "workers": 2, "backend": "sim",
+                "steps": steps, "eval.every": steps, **{f"method.{k}": v for k, v in params.items()}}
+    cfg = resolve(settings)
+    return train(cfg, SimCommunicator(cfg.workers)).metrics
+
+
+@pytest.mark.parametrize("packing, bound", [("base3", 18), ("2bit", 15)])
+def test_terngrad_all_layers_pushes_at_most_its_share_of_fp32(packing, bound):
+    m = sim_run("terngrad", packing=packing, float_last_layer=False, min_size=1)
+    assert m["bytes_sent"] * bound <= m["bytes_fp32_equiv"]
+
+
+@pytest.mark.parametrize("method", ["wgt", "bgt", "qgt"])
+def test_threshold_bytes_fall_as_the_threshold_rises(method):
+    sent = [sim_run(method, steps=20, threshold=t)["bytes_sent"] for t in (1e-3, 3e-3, 1e-2)]
+    assert sent[0] > sent[1] > sent[2]
