@@ -19,12 +19,14 @@ formats) and add in the same order. What differs is only how the bytes travel:
   whole gradient into one); the threshold methods encode the bucket's sent elements into one sparse payload
   (the harness encodes the whole gradient). Packing is lossless, so the decoded values do not change; only
   the number of collectives and the wire layout (sparse or bitmap, chosen per payload) do.
+* TernGrad's float tensors are summed by the backend's allreduce, as on the harness's ``dist`` transport. The
+  ``sim`` transport adds in rank order; with two workers both give a + b, beyond two the last bit may differ.
 
 Limits: float32 gradients only (as the harness); weight decay is not part of either hook, so keep it in the
 optimizer (``weight_decay=`` of SGD adds ``wd * w`` after the exchange, as the harness's
 ``wd_in_grad=False`` and threshold methods do); parameters with ``requires_grad=False`` are left out of the
-tensor numbering (the harness assumes every parameter trains); gradient accumulation with ``no_sync`` works
-(the hook runs only on the synchronizing backward) but DDP's ``join`` for uneven inputs is not supported.
+tensor numbering (the harness assumes every parameter trains); DDP's ``join`` for uneven inputs is not
+supported (it would shadow these collectives with allreduces).
 """
 # No ``from __future__ import annotations``: DDP's register_comm_hook inspects the hook's annotations and
 # accepts only the objects dist.GradBucket and torch.futures.Future[torch.Tensor], not their strings.
@@ -305,15 +307,14 @@ def threshold_hook(state: ThresholdHookState, bucket: dist.GradBucket) -> Tensor
     acc[sent.indices] -= values
     for r, part in zip(residuals, acc.split([g.numel() for g in grads])):
         r.copy_(part)
-    numel = acc.numel()
+    numel, device = acc.numel(), acc.device
     gathered = _all_gather_variable(sparse.encode(state.kind, sent, numel), group)
 
     def aggregate(fut: Future) -> torch.Tensor:
-        # Threshold.aggregate: a float32 zero vector, each worker's values index_add_-ed in rank order.
-        total = torch.zeros(numel, dtype=torch.float32, device=acc.device)
+        # Threshold.aggregate: a float32 zero vector, each worker's values added in rank order.
+        total = torch.zeros(numel, dtype=torch.float32, device=device)
         for payload in fut.value():
-            received = sparse.decode(state.kind, payload, numel)
-            total.index_add_(0, received.indices, sparse.values_of(state.kind, received, state.threshold))
+            sparse.add_into(state.kind, payload, numel, state.threshold, total)
         return total
 
     return gathered.then(aggregate)
