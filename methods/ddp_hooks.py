@@ -30,16 +30,16 @@ supported (it would shadow these collectives with allreduces).
 """
 # No ``from __future__ import annotations``: DDP's register_comm_hook inspects the hook's annotations and
 # accepts only the objects dist.GradBucket and torch.futures.Future[torch.Tensor], not their strings.
-from typing import Callable, Iterable
+from typing import Iterable
 
 import torch
 import torch.distributed as dist
 from torch import nn
 
 from .codecs import sparse
-from .codecs.bits import TRIT_PACKINGS, as_bytes, from_bytes
+from .codecs.bits import TRIT_PACKINGS, as_bytes
 from .codecs.ternary import clip_and_scale, mix_seed, ternarize
-from .terngrad import TernGradParams, last_layer
+from .terngrad import TernGradParams, last_layer, mean_of_trits
 from .threshold import ThresholdParams, select
 
 __all__ = ["TernGradHookState", "ThresholdHookState", "terngrad_hook", "threshold_hook"]
@@ -191,26 +191,9 @@ def _ternarize_and_send(state: TernGradHookState, group: dist.ProcessGroup,
 
     def average(fut: Future) -> torch.Tensor:
         fut.wait()
-        return _mean_of_trits(out, shared, sizes, state.unpack)
+        return mean_of_trits(out, shared, sizes, state.unpack)
 
     return work.get_future().then(average)
-
-
-def _mean_of_trits(payloads: list[torch.Tensor], shared: torch.Tensor | None, sizes: torch.Tensor,
-                   unpack: Callable[[torch.Tensor, int], torch.Tensor]) -> torch.Tensor:
-    """(sum over ranks i, in rank order, of trits_i * s_i) / N, float32: the operations and order of
-    :meth:`methods.terngrad.TernGrad.average`, elementwise, so a bucket gets what the whole gradient would."""
-    n_scalers, n_tern = sizes.numel(), int(sizes.sum())
-    total = None
-    for payload in payloads:
-        if shared is None:
-            scalers = from_bytes(payload[:4 * n_scalers], torch.float32)
-            packed = payload[4 * n_scalers:]
-        else:
-            scalers, packed = shared, payload
-        value = unpack(packed, n_tern).float() * torch.repeat_interleave(scalers, sizes)
-        total = value if total is None else total.add_(value)
-    return total / len(payloads)
 
 
 def _allreduce_mean(flat: torch.Tensor, group: dist.ProcessGroup) -> Future:

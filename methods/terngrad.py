@@ -13,6 +13,7 @@ The paper's text and the official code differ in places; each difference is a pa
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import torch
 
@@ -39,6 +40,26 @@ class TernGradParams:
             raise ValueError(f"packing must be one of {', '.join(TRIT_PACKINGS)}, got {self.packing!r}")
         if self.clip < 0 or self.min_size < 1:
             raise ValueError("clip must be >= 0 and min_size >= 1")
+
+
+def mean_of_trits(payloads: list[torch.Tensor], shared: torch.Tensor | None, sizes: torch.Tensor,
+                  unpack: Callable[[torch.Tensor, int], torch.Tensor]) -> torch.Tensor:
+    """The receiving side: (sum over workers, in rank order, of s_i * trits_i) / N, float32.
+
+    ``payloads``: one per worker, packed trits, prefixed by that worker's float32 scalers unless ``shared``
+    (the scalers every worker used) is given. ``sizes``: elements per scaler (per tensor, or one for all).
+    The harness and the DDP hook both call this, so they add in the same order and agree bit for bit."""
+    n_scalers, n_tern = sizes.numel(), int(sizes.sum())
+    total = None
+    for payload in payloads:
+        if shared is None:
+            scalers = from_bytes(payload[:4 * n_scalers], torch.float32)
+            packed = payload[4 * n_scalers:]
+        else:
+            scalers, packed = shared, payload
+        value = unpack(packed, n_tern).float() * torch.repeat_interleave(scalers, sizes)
+        total = value if total is None else total.add_(value)
+    return total / len(payloads)
 
 
 def last_layer(names: list[str]) -> set[str]:
@@ -87,20 +108,8 @@ class TernGrad(Method):
             trits.append(ternarize(c, s, self.generator))
         return torch.cat(trits) if trits else torch.zeros(0, dtype=torch.int8)
 
-    # -- the receiving side ----------------------------------------------------------------------------
     def average(self, payloads: list[torch.Tensor], shared: torch.Tensor | None) -> torch.Tensor:
-        """Mean over workers of s_i * trits_i, summed in rank order (float32, the ternarized part)."""
-        n_scalers = self.sizes_t.numel()
-        total = None
-        for payload in payloads:
-            if shared is None:
-                scalers = from_bytes(payload[:4 * n_scalers], torch.float32)
-                packed = payload[4 * n_scalers:]
-            else:
-                scalers, packed = shared, payload
-            value = self.unpack(packed, self.n_tern).float() * torch.repeat_interleave(scalers, self.sizes_t)
-            total = value if total is None else total.add_(value)
-        return total / len(payloads)
+        return mean_of_trits(payloads, shared, self.sizes_t, self.unpack)
 
     def step(self, grads, lr, step):
         p, n = self.params, self.comm.world_size

@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import os
+import traceback
 
 import pytest
 import torch
-import torch.multiprocessing as mp
 
-from bench.launch.local import free_port
 from methods.comm import SimCommunicator, make_dist_communicator
+
+from .gloo import spawn
 
 WORLD = 3
 
@@ -82,25 +83,18 @@ def test_single_worker_counts_nothing():
 
 def _dist_worker(rank: int, port: int, queue) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(WORLD))
-    comm = make_dist_communicator(backend="gloo", timeout_s=60)
     try:
+        comm = make_dist_communicator(backend="gloo", timeout_s=60)
         res = exercise(comm)
         queue.put((rank, {k: ([t.clone() for t in v] if isinstance(v, list) else v) for k, v in res[rank].items()}))
-    finally:
         comm.close()
+    except BaseException:
+        queue.put((rank, traceback.format_exc()))
+        raise
 
 
 def test_dist_gloo_matches_sim():
-    ctx = mp.get_context("spawn")
-    queue = ctx.SimpleQueue()
-    port = free_port()
-    procs = [ctx.Process(target=_dist_worker, args=(r, port, queue)) for r in range(WORLD)]
-    for p in procs:
-        p.start()
-    results = dict(queue.get() for _ in range(WORLD))
-    for p in procs:
-        p.join(60)
-        assert p.exitcode == 0
+    results = spawn(_dist_worker, WORLD, timeout_s=120)
     check(results)
     sim = exercise(SimCommunicator(WORLD))
     assert {r: (v["sent"], v["received"]) for r, v in results.items()} == \

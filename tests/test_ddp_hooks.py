@@ -9,17 +9,13 @@ from __future__ import annotations
 
 import functools
 import os
-import queue as queue_module
-import time
 import traceback
 from dataclasses import dataclass
 
 import pytest
 import torch
-import torch.multiprocessing as mp
 import torch.nn.functional as F
 
-from bench.launch.local import free_port
 from methods import Worker
 from methods.comm import SimCommunicator
 from methods.ddp_hooks import TernGradHookState, ThresholdHookState, terngrad_hook, threshold_hook
@@ -27,6 +23,8 @@ from methods.terngrad import TernGrad, TernGradParams
 from methods.threshold import BGT, QGT, WGT, ThresholdParams
 from tasks.data import make_synthetic
 from tasks.models import LeNet
+
+from .gloo import spawn
 
 WORLD = 2
 SEED = 1000
@@ -155,45 +153,10 @@ def _train_worker(rank: int, port: int, queue) -> None:
         raise
 
 
-def spawn(target) -> dict[int, dict]:
-    """Run ``target(rank, port, queue)`` on WORLD processes; their results by rank. Fails fast when a worker
-    reports an exception or dies without a result, instead of waiting out the timeout."""
-    ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
-    port = free_port()
-    procs = [ctx.Process(target=target, args=(r, port, queue)) for r in range(WORLD)]
-    for p in procs:
-        p.start()
-    deadline = time.monotonic() + TIMEOUT_S
-    try:
-        results = {}
-        while len(results) < WORLD:
-            try:
-                rank, result = queue.get(timeout=1.0)
-            except queue_module.Empty:
-                dead = [r for r, p in enumerate(procs) if p.exitcode not in (None, 0) and r not in results]
-                if dead:
-                    pytest.fail(f"DDP worker {dead[0]} exited with code {procs[dead[0]].exitcode} and no result")
-                if time.monotonic() > deadline:
-                    pytest.fail(f"no result from the DDP workers within {TIMEOUT_S} s")
-                continue
-            if isinstance(result, str):
-                pytest.fail(f"DDP worker {rank} failed:\n{result}")
-            results[rank] = result
-        for p in procs:
-            p.join(TIMEOUT_S)
-            assert p.exitcode == 0
-        return results
-    finally:
-        for p in procs:
-            if p.is_alive():
-                p.kill()
-
-
 @pytest.fixture(scope="module")
 def ddp_results() -> dict[int, dict]:
     """Every case, run once on 2 gloo processes (one spawn for the module)."""
-    return spawn(_equality_worker)
+    return spawn(_equality_worker, WORLD, TIMEOUT_S)
 
 
 # -- the harness side, in this process ------------------------------------------------------------------------
@@ -277,7 +240,7 @@ def test_hook_matches_harness(name, ddp_results, one_thread):
 
 
 def test_training_with_terngrad_hook_learns():
-    results = spawn(_train_worker)
+    results = spawn(_train_worker, WORLD, TIMEOUT_S)
     assert results[0] == results[1]  # identical replicas: the hook gives every rank the same gradient
     assert results[0]["end"] < 0.6 * results[0]["start"], results[0]
 

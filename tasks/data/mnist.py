@@ -12,7 +12,6 @@ import os
 import shutil
 from pathlib import Path
 
-import torch
 
 from .base import DataUnavailable, InMemoryData
 
