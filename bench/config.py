@@ -319,6 +319,6 @@ def _method_params(task, method: str, settings: Mapping[str, Any]) -> tuple[dict
         sources[key] = "set by user"
     try:
         METHODS[method].Params(**params)  # the method's own range checks
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"method.{method}: {exc}") from None
+    except (TypeError, ValueError) as exc:  # the Params messages begin with the parameter's name
+        raise ConfigError(f"method.{exc} (method {method})") from None
     return params, sources

@@ -38,8 +38,10 @@ class TernGradParams:
             raise ValueError(f"scaler must be max or std, got {self.scaler!r}")
         if self.packing not in TRIT_PACKINGS:
             raise ValueError(f"packing must be one of {', '.join(TRIT_PACKINGS)}, got {self.packing!r}")
-        if self.clip < 0 or self.min_size < 1:
-            raise ValueError("clip must be >= 0 and min_size >= 1")
+        if self.clip < 0:
+            raise ValueError(f"clip must be >= 0, got {self.clip}")
+        if self.min_size < 1:
+            raise ValueError(f"min_size must be >= 1, got {self.min_size}")
 
 
 def mean_of_trits(payloads: list[torch.Tensor], shared: torch.Tensor | None, sizes: torch.Tensor,

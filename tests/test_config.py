@@ -72,6 +72,13 @@ def test_exponent_without_dot_is_a_number():
     assert lenet(**parse_set(["lr_schedule.base_lr=1e-4", "weight_decay=4e-5"])).lr_schedule["base_lr"] == 1e-4
 
 
+@pytest.mark.parametrize("method, key, value", [("terngrad", "packing", "4bit"), ("terngrad", "clip", -1),
+                                                ("terngrad", "scaler", "mean"), ("wgt", "threshold", 0)])
+def test_bad_method_values_name_the_key(method, key, value):
+    with pytest.raises(ConfigError, match=rf"^method\.{key} must"):
+        resolve({"task": "lenet-mnist", "method": method, f"method.{key}": value})
+
+
 def test_parse_set_reads_yaml_scalars():
     assert parse_set(["a=0", "b=true", "c=[80, 120]", "d=0.5", "e=tf"]) == \
         {"a": 0, "b": True, "c": [80, 120], "d": 0.5, "e": "tf"}
