@@ -63,13 +63,17 @@ def unpack_trits_2bit(packed: torch.Tensor, n: int) -> torch.Tensor:
 
 def pack_trits_base3(trits: torch.Tensor) -> torch.Tensor:
     """int8 in {-1,0,1} (n,) -> uint8 (ceil(n/5),): 5 trits a byte as a base-3 number (max 242), 1.6 bits
-    per element against the log2(3) = 1.585 bound. Same quarter-style layout: 5 contiguous fifths."""
+    per element against the log2(3) = 1.585 bound. Same plane-major layout: 5 contiguous fifths."""
     n = trits.numel()
     m = (n + 4) // 5
-    codes = torch.ones(5 * m, dtype=torch.uint8, device=trits.device)
-    codes[:n] = (trits.reshape(-1) + 1).to(torch.uint8)
+    codes = torch.ones(5 * m, dtype=torch.uint8, device=trits.device)  # padding decodes to 0
+    codes[:n] = trits.reshape(-1).view(torch.uint8)
+    codes[:n] += 1  # -1 wraps to 0 in uint8: codes 0, 1, 2
     q = codes.view(5, m)
-    return q[0] + q[1] * 3 + q[2] * 9 + q[3] * 27 + q[4] * 81
+    out = q[4].clone()
+    for k in (3, 2, 1, 0):  # Horner, in place: ((q4 * 3 + q3) * 3 + ...) + q0
+        out.mul_(3).add_(q[k])
+    return out
 
 
 def unpack_trits_base3(packed: torch.Tensor, n: int) -> torch.Tensor:
