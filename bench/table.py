@@ -7,7 +7,7 @@ import pandas as pd
 
 from .records import iter_records
 
-COLUMNS = ["task", "dataset", "method", "workers", "backend", "tier", "steps", "n", "status", "top1",
+COLUMNS = ["task", "dataset", "method", "params", "workers", "backend", "tier", "steps", "n", "status", "top1",
            "bytes/worker/step", "fp32/sent", "images/s"]
 
 
@@ -20,7 +20,7 @@ def records_frame(root: Path) -> pd.DataFrame:
         sent = m.get("bytes_sent")
         rows.append({
             "run_id": r["run_id"], "status": r["status"], "task": cfg.get("task"), "dataset": cfg.get("dataset"),
-            "method": cfg.get("method"), "workers": workers, "backend": cfg.get("backend"),
+            "method": cfg.get("method"), "params": chosen_params(cfg), "workers": workers, "backend": cfg.get("backend"),
             "tier": cfg.get("tier"), "seed": cfg.get("seed"), "steps": steps, "top1": m.get("top1"),
             "top5": m.get("top5"), "images_per_s": m.get("images_per_s"), "bytes_sent": sent,
             "bytes_fp32_equiv": m.get("bytes_fp32_equiv"),
@@ -29,6 +29,14 @@ def records_frame(root: Path) -> pd.DataFrame:
             "substitute": (r.get("data") or {}).get("substitute_for"),
         })
     return pd.DataFrame(rows)
+
+
+def chosen_params(cfg: dict) -> str:
+    """The method parameters a run set itself (by --set or a grid axis), as ``k=v``: what tells its rows
+    apart from other runs of the same method. Recipe and method defaults are left out."""
+    sources = cfg.get("sources", {})
+    return ", ".join(f"{k}={v}" for k, v in sorted(cfg.get("method_params", {}).items())
+                     if sources.get(f"method.{k}", "").startswith("set by user"))
 
 
 def _mean_std(series: pd.Series, fmt: str) -> str:
@@ -44,7 +52,7 @@ def comparison(frame: pd.DataFrame) -> pd.DataFrame:
     """Runs that differ only by seed share a row: mean ± std and n."""
     if frame.empty:
         return pd.DataFrame(columns=COLUMNS)
-    keys = ["task", "dataset", "method", "workers", "backend", "tier", "steps"]
+    keys = ["task", "dataset", "method", "params", "workers", "backend", "tier", "steps"]
     rows = []
     for key, group in frame.groupby(keys, dropna=False, sort=True):
         row = dict(zip(keys, key))

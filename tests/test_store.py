@@ -11,9 +11,10 @@ from bench.table import comparison, records_frame, render
 from .conftest import commbench
 
 
-def fake(run_id, method, seed, top1, sent, workers=2, steps=10):
+def fake(run_id, method, seed, top1, sent, workers=2, steps=10, params=None):
     cfg = {"task": "lenet-mnist", "dataset": "fashion-mnist", "method": method, "workers": workers,
-           "backend": "sim", "tier": "smoke", "seed": seed, "steps": steps}
+           "backend": "sim", "tier": "smoke", "seed": seed, "steps": steps, "method_params": params or {},
+           "sources": {f"method.{k}": "set by user" for k in (params or {})}}
     metrics = {"top1": top1, "steps": steps, "bytes_sent": sent, "bytes_fp32_equiv": 4000 * workers * steps,
                "images_per_s": 100.0 * seed}
     return make_record(run_id, "done", None, cfg, {}, metrics, [], {"substitute_for": "mnist"})
@@ -32,6 +33,14 @@ def test_table_groups_seeds_and_computes_ratios(tmp_path):
     csv = render(table, "csv")
     assert pd.read_csv(__import__("io").StringIO(csv)).shape == (2, len(table.columns))
     assert "| baseline" in render(table, "md")
+
+
+def test_runs_that_differ_in_method_parameters_get_their_own_rows(tmp_path):
+    write_record(tmp_path, fake("a", "wgt", 1, 0.80, 100, params={"threshold": 0.001}))
+    write_record(tmp_path, fake("b", "wgt", 1, 0.70, 10, params={"threshold": 0.01}))
+    table = comparison(records_frame(tmp_path))
+    assert sorted(table["params"]) == ["threshold=0.001", "threshold=0.01"]
+    assert sorted(table["top1"]) == ["0.7000", "0.8000"]
 
 
 def test_atomic_write_leaves_only_the_record_readable_by_others(tmp_path):
