@@ -111,10 +111,11 @@ def add_into(kind: str, payload: torch.Tensor, n: int, threshold: float, total: 
     if layout == SPARSE:
         total.index_add_(0, sent.indices, values)
     elif values.numel():
-        # Element i's value is the (number of sent elements up to i)-th: a cumsum and one gather, 3x faster
-        # on one CPU thread than masked_scatter_; unsent elements are multiplied by 0.
-        position = torch.cumsum(sent.mask, 0, dtype=torch.int32).sub_(1).clamp_(min=0)
-        total += torch.index_select(values, 0, position).mul_(sent.mask)
+        # Sent element i carries value number cumsum(mask)[i]; unsent ones point at a zero put in front.
+        # A cumsum and one gather: 3x faster on one CPU thread than masked_scatter_ (integer masking of the
+        # positions, since multiplying floats by a bool mask is slow).
+        position = torch.cumsum(sent.mask, 0, dtype=torch.int32).mul_(sent.mask.view(torch.uint8))
+        total += torch.index_select(torch.cat([values.new_zeros(1), values]), 0, position)
 
 
 def values_of(kind: str, sent: Sent, threshold: float) -> torch.Tensor:
