@@ -133,10 +133,18 @@ def train(cfg: RunConfig, comm: Communicator, report: Reporter | None = None,
     del template
 
     # Worker i's own random stream (dropout, augmentation), the same in sim and dist.
+    def get_rng():
+        return (torch.get_rng_state(), torch.cuda.get_rng_state(device) if device.type == "cuda" else None)
+
+    def set_rng(state):
+        torch.set_rng_state(state[0])
+        if state[1] is not None:  # dropout on CUDA draws from the device's generator
+            torch.cuda.set_rng_state(state[1], device)
+
     rng_states = {}
     for rank in comm.local_ranks:
-        torch.manual_seed(derive_seed(cfg.seed, rank))
-        rng_states[rank] = torch.get_rng_state()
+        torch.manual_seed(derive_seed(cfg.seed, rank))  # seeds the CUDA generators too
+        rng_states[rank] = get_rng()
     data_gens = {r: torch.Generator().manual_seed(derive_seed(cfg.seed, r, 1)) for r in comm.local_ranks}
     swap_rng = len(comm.local_ranks) > 1
 
@@ -161,12 +169,12 @@ def train(cfg: RunConfig, comm: Communicator, report: Reporter | None = None,
             x, y = data.train_batch(mine, data_gens[worker.rank])
             x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
             if swap_rng:
-                torch.set_rng_state(rng_states[worker.rank])
+                set_rng(rng_states[worker.rank])
             model.zero_grad(set_to_none=True)
             loss = F.cross_entropy(model(x), y)
             loss.backward()
             if swap_rng:
-                rng_states[worker.rank] = torch.get_rng_state()
+                rng_states[worker.rank] = get_rng()
             grads.append({n: p.grad for n, p in worker.params.items()})
             loss_sum += loss.detach()
             loss_count += 1
