@@ -48,15 +48,18 @@ class EMA:
     def __init__(self, model: torch.nn.Module, decay: float):
         self.decay = decay
         self.updates = 0
-        self.shadow = {k: v.detach().clone() for k, v in model.state_dict().items() if v.is_floating_point()}
+        # state_dict() tensors share storage with the parameters and buffers, which training updates in
+        # place: keep the references rather than rebuilding the dict on every step.
+        self.live = {k: v.detach() for k, v in model.state_dict().items() if v.is_floating_point()}
+        self.shadow = {k: v.clone() for k, v in self.live.items()}
 
     @torch.no_grad()
     def update(self, model: torch.nn.Module) -> None:
+        """One step; ``model`` must be the module this EMA was created for."""
         self.updates += 1
         d = min(self.decay, (1.0 + self.updates) / (10.0 + self.updates))
-        state = model.state_dict()
         for k, s in self.shadow.items():
-            s.mul_(d).add_(state[k].detach(), alpha=1.0 - d)
+            s.mul_(d).add_(self.live[k], alpha=1.0 - d)
 
     def apply_to(self, model: torch.nn.Module) -> None:
         model.load_state_dict({**model.state_dict(), **self.shadow})

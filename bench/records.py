@@ -3,13 +3,11 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
+import secrets
 from pathlib import Path
 from typing import Any, Iterator
 
 SCHEMA_VERSION = 1
-_UMASK = os.umask(0)
-os.umask(_UMASK)
 STATUSES = ("done", "diverged", "failed")
 
 
@@ -20,9 +18,10 @@ def record_path(out: Path, run_id: str) -> Path:
 def atomic_write(path: Path, text: str) -> None:
     """Write to a temporary file in the same folder, then rename: readers never see half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    # Not mkstemp: it makes 0600 files, and results are shared; O_EXCL with mode 0o666 lets the umask decide.
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
-        os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp makes 0600; results are shared, so honour the umask
         with os.fdopen(fd, "w") as f:
             f.write(text)
         os.replace(tmp, path)

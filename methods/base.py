@@ -73,16 +73,30 @@ class Method(ABC):
             group["lr"] = lr
         worker.optimizer.step()
 
-    def flatten(self, grads: Mapping[str, torch.Tensor]) -> torch.Tensor:
-        return torch.cat([grads[n].reshape(-1) for n in self.names])
+    def flatten(self, grads: Mapping[str, torch.Tensor], names: Sequence[str] | None = None) -> torch.Tensor:
+        """The named tensors (all parameters by default) as one flat vector, in parameter order."""
+        return torch.cat([grads[n].reshape(-1) for n in (self.names if names is None else names)])
 
-    def unflatten(self, flat: torch.Tensor, like: Mapping[str, torch.Tensor]) -> Grads:
+    def unflatten(self, flat: torch.Tensor, like: Mapping[str, torch.Tensor],
+                  names: Sequence[str] | None = None) -> Grads:
+        """Inverse of :meth:`flatten`: views into ``flat`` shaped like ``like[name]``."""
         out, offset = {}, 0
-        for n in self.names:
+        for n in (self.names if names is None else names):
             numel = like[n].numel()
             out[n] = flat[offset:offset + numel].view_as(like[n])
             offset += numel
         return out
+
+    @staticmethod
+    def per_worker(gathered: Sequence[list[torch.Tensor]], decode) -> list:
+        """``decode(payloads)`` for each local worker's view of an allgather. Under sim every worker holds
+        the very same list, so it is decoded once and shared; under dist there is one worker anyway."""
+        results, last, value = [], None, None
+        for payloads in gathered:
+            if payloads is not last:
+                value, last = decode(payloads), payloads
+            results.append(value)
+        return results
 
     def state_dict(self) -> dict:
         """Method state that a checkpoint must keep (residuals, delayed weights, ...)."""

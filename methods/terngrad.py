@@ -52,14 +52,15 @@ def mean_of_trits(payloads: list[torch.Tensor], shared: torch.Tensor | None, siz
     (the scalers every worker used) is given. ``sizes``: elements per scaler (per tensor, or one for all).
     The harness and the DDP hook both call this, so they add in the same order and agree bit for bit."""
     n_scalers, n_tern = sizes.numel(), int(sizes.sum())
+    shared_scale = torch.repeat_interleave(shared, sizes) if shared is not None else None  # once, not per worker
     total = None
     for payload in payloads:
-        if shared is None:
-            scalers = from_bytes(payload[:4 * n_scalers], torch.float32)
+        if shared_scale is None:
+            scale = torch.repeat_interleave(from_bytes(payload[:4 * n_scalers], torch.float32), sizes)
             packed = payload[4 * n_scalers:]
         else:
-            scalers, packed = shared, payload
-        value = unpack(packed, n_tern).float() * torch.repeat_interleave(scalers, sizes)
+            scale, packed = shared_scale, payload
+        value = unpack(packed, n_tern).float() * scale
         total = value if total is None else total.add_(value)
     return total / len(payloads)
 
@@ -85,7 +86,7 @@ class TernGrad(Method):
         self.float_names = [n for n in self.names if n in floats]
         self.sizes = [shapes[n].numel() for n in self.tern_names]
         self.n_tern = sum(self.sizes)
-        self.pack, self.unpack, self.packed_size = TRIT_PACKINGS[params.packing]
+        self.pack, self.unpack, _ = TRIT_PACKINGS[params.packing]
         device = next(iter(self.workers[0].params.values())).device
         self.generator = torch.Generator(device=device)
         self.sizes_t = torch.tensor(self.sizes if params.layerwise else [self.n_tern], device=device)
@@ -126,23 +127,19 @@ class TernGrad(Method):
         for w, (clipped, scalers) in zip(self.workers, prepared):
             packed = self.pack(self.ternarize(w.seed, step, clipped, scalers if shared is None else shared))
             payloads.append(packed if shared is not None else torch.cat([as_bytes(scalers), packed]))
-        gathered = self.comm.allgather(payloads, same_size=True) if self.n_tern else [[]] * len(grads)
-        floats = self.comm.allreduce([torch.cat([g[n_].reshape(-1) for n_ in self.float_names]) for g in grads]) \
-            if self.float_names else [None] * len(grads)
-        mean = None
-        for i, (worker, g) in enumerate(zip(self.workers, grads)):
-            if mean is None or gathered[i] is not gathered[i - 1]:  # sim shares one list: decode once
-                mean = self.average(gathered[i], shared) if self.n_tern else None
+        means = [None] * len(grads)
+        if self.n_tern:
+            gathered = self.comm.allgather(payloads, same_size=True)
+            means = self.per_worker(gathered, lambda everyone: self.average(everyone, shared))
+        sums = [None] * len(grads)
+        if self.float_names:
+            sums = self.comm.allreduce([self.flatten(g, self.float_names) for g in grads])
+        for worker, g, mean, total in zip(self.workers, grads, means, sums):
             out = {}
             if mean is not None:
-                for name, part in zip(self.tern_names, mean.split(self.sizes)):
-                    out[name] = part.view_as(g[name])
-            if floats[i] is not None:
-                offset = 0
-                for name in self.float_names:
-                    k = g[name].numel()
-                    out[name] = (floats[i][offset:offset + k] / n).view_as(g[name])
-                    offset += k
+                out.update(self.unflatten(mean, g, self.tern_names))
+            if total is not None:
+                out.update(self.unflatten(total / n, g, self.float_names))
             if not p.wd_in_grad:
                 out = self.add_weight_decay(worker, out)
             self.apply_update(worker, out, lr)

@@ -61,8 +61,9 @@ class Threshold(Method):
     def __init__(self, comm, workers, params, weight_decay):
         super().__init__(comm, workers, params, weight_decay)
         self.numel = sum(p.numel() for p in self.workers[0].params.values())
-        device = next(iter(self.workers[0].params.values())).device
-        self.residual = {w.rank: torch.zeros(self.numel, dtype=torch.float64, device=device) for w in self.workers}
+        self.device = next(iter(self.workers[0].params.values())).device
+        self.residual = {w.rank: torch.zeros(self.numel, dtype=torch.float64, device=self.device)
+                         for w in self.workers}
 
     def encode(self, rank: int, contribution: torch.Tensor) -> torch.Tensor:
         """Accumulate, select, keep the rest; return the wire payload. ``contribution`` is float32."""
@@ -73,9 +74,9 @@ class Threshold(Method):
         self.comm.ledger.add_extra("paper_bytes", rank, sparse.paper_bytes(self.kind, sent.indices.numel()))
         return sparse.encode(self.kind, sent, self.numel)
 
-    def aggregate(self, payloads: list[torch.Tensor], like: torch.Tensor) -> torch.Tensor:
+    def aggregate(self, payloads: list[torch.Tensor]) -> torch.Tensor:
         """Sum of every worker's sent values, in rank order (float32, dense)."""
-        total = torch.zeros(self.numel, dtype=torch.float32, device=like.device)
+        total = torch.zeros(self.numel, dtype=torch.float32, device=self.device)
         for payload in payloads:
             sparse.add_into(self.kind, payload, self.numel, self.params.threshold, total)
         return total
@@ -83,11 +84,8 @@ class Threshold(Method):
     def step(self, grads, lr, step):
         n = self.comm.world_size
         payloads = [self.encode(w.rank, self.flatten(g) / n) for w, g in zip(self.workers, grads)]
-        gathered = self.comm.allgather(payloads)
-        total = None
-        for i, (worker, g) in enumerate(zip(self.workers, grads)):
-            if total is None or gathered[i] is not gathered[i - 1]:  # sim shares one list: decode once
-                total = self.aggregate(gathered[i], payloads[i])
+        totals = self.per_worker(self.comm.allgather(payloads), self.aggregate)
+        for worker, g, total in zip(self.workers, grads, totals):
             self.apply_update(worker, self.add_weight_decay(worker, self.unflatten(total, g)), lr)
 
     def state_dict(self):

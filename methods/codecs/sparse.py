@@ -105,10 +105,9 @@ def decode(kind: str, payload: torch.Tensor, n: int, want_indices: bool = True) 
 def add_into(kind: str, payload: torch.Tensor, n: int, threshold: float, total: torch.Tensor) -> None:
     """total[i] += the value worker sent for element i (float32). The bitmap layout is scattered through
     its mask, so the receiver never builds an index list for a dense payload."""
-    layout = int(from_bytes(payload[:4], torch.int32))
-    sent = decode(kind, payload, n, want_indices=layout == SPARSE)
+    sent = decode(kind, payload, n, want_indices=False)  # only bitmap payloads come back with a mask
     values = values_of(kind, sent, threshold)
-    if layout == SPARSE:
+    if sent.mask is None:
         total.index_add_(0, sent.indices, values)
     elif values.numel():
         # Sent element i carries value number cumsum(mask)[i]; unsent ones point at a zero put in front.
