@@ -5,6 +5,8 @@ from typing import Iterable, Mapping
 
 import torch
 
+from methods.averaging import MovingAverage
+
 
 def lr_at(schedule: Mapping, step: int, total_steps: int) -> float:
     """Learning rate for iteration ``step`` (0-based) of ``total_steps``.
@@ -39,27 +41,19 @@ def make_optimizer(spec: Mapping, params: Iterable[torch.Tensor]) -> torch.optim
     raise ValueError(f"unknown optimizer {spec['name']!r}")
 
 
-class EMA:
-    """TF's ExponentialMovingAverage with num_updates: decay_n = min(decay, (1 + n) / (10 + n)).
+class EMA(MovingAverage):
+    """TF's ExponentialMovingAverage with num_updates over a model: decay_n = min(decay, (1 + n) / (10 + n)).
 
     Averages parameters and floating buffers (BN statistics: TernGrad's "double average").
     """
 
     def __init__(self, model: torch.nn.Module, decay: float):
-        self.decay = decay
-        self.updates = 0
         # state_dict() tensors share storage with the parameters and buffers, which training updates in
-        # place: keep the references rather than rebuilding the dict on every step.
-        self.live = {k: v.detach() for k, v in model.state_dict().items() if v.is_floating_point()}
-        self.shadow = {k: v.clone() for k, v in self.live.items()}
+        # place: the average keeps the references rather than rebuilding the dict on every step.
+        super().__init__({k: v for k, v in model.state_dict().items() if v.is_floating_point()}, decay)
 
-    @torch.no_grad()
-    def update(self, model: torch.nn.Module) -> None:
-        """One step; ``model`` must be the module this EMA was created for."""
-        self.updates += 1
-        d = min(self.decay, (1.0 + self.updates) / (10.0 + self.updates))
-        for k, s in self.shadow.items():
-            s.mul_(d).add_(self.live[k], alpha=1.0 - d)
+    def update(self, model: torch.nn.Module | None = None) -> None:  # noqa: ARG002 - the model it was made for
+        super().update()
 
     def apply_to(self, model: torch.nn.Module) -> None:
         model.load_state_dict({**model.state_dict(), **self.shadow})

@@ -32,7 +32,8 @@ def git_state(root: Path = SOURCE_ROOT) -> tuple[str | None, bool | None]:
         return None, None
 
 
-def collect_env(world_size: int, dist_backend: str | None, device: str, started_at: str) -> dict:
+def collect_env(world_size: int, dist_backend: str | None, device: str, started_at: str,
+                parameter_servers: int = 0) -> dict:
     import torch
 
     try:  # the installed version, without importing torchvision (slow, and it may be broken)
@@ -45,6 +46,7 @@ def collect_env(world_size: int, dist_backend: str | None, device: str, started_
         "python": platform.python_version(), "torch": torch.__version__, "torchvision": tv,
         "git_sha": sha, "git_dirty": dirty, "hostname": socket.gethostname(), "device": device,
         "gpu_name": gpu, "world_size": world_size, "dist_backend": dist_backend,
+        "parameter_servers": parameter_servers,
         "slurm_job_id": os.environ.get("SLURM_JOB_ID"), "started_at": started_at, "finished_at": now(),
         "argv": sys.argv[1:], "cpu_count": os.cpu_count(),
     }

@@ -14,7 +14,7 @@ from .launch.local import launch_local
 from .progress import Progress
 from .provenance import collect_env, now
 from .records import EMPTY_METRICS, make_record, read_record, write_record
-from .train import Outcome, train
+from .train import Outcome, run_rank, server_count, train
 
 
 @dataclass
@@ -41,9 +41,10 @@ def execute(cfg: RunConfig, out: Path, *, force: bool = False, save_weights: boo
     existing = read_record(out, cfg.run_id)
     if existing is not None and existing.get("status") == "done" and not force:
         return RunResult(existing, out / "runs" / f"{cfg.run_id}.json", skipped=True)
-    if cfg.backend == "dist" and under_outside_launcher() and int(os.environ["WORLD_SIZE"]) != cfg.workers:
-        raise ConfigError(f"workers: {cfg.workers}, but the outside launcher started {os.environ['WORLD_SIZE']} "
-                          "processes")
+    servers = server_count(cfg)
+    if cfg.backend == "dist" and under_outside_launcher() and int(os.environ["WORLD_SIZE"]) != cfg.workers + servers:
+        raise ConfigError(f"workers: {cfg.workers} (+ {servers} parameter servers), but the outside launcher "
+                          f"started {os.environ['WORLD_SIZE']} processes")
 
     started_at, t0 = now(), time.perf_counter()
     quiet_rank = under_outside_launcher() and os.environ["RANK"] != "0"
@@ -54,14 +55,15 @@ def execute(cfg: RunConfig, out: Path, *, force: bool = False, save_weights: boo
     try:
         TASKS[cfg.task].prepare_data(cfg.dataset, root)
         if cfg.backend == "sim":
-            outcome = train(cfg, SimCommunicator(cfg.workers), report=progress.update, keep_weights=save_weights)
+            outcome = train(cfg, SimCommunicator(cfg.workers, num_servers=servers), report=progress.update,
+                            keep_weights=save_weights)
         elif under_outside_launcher():
             from methods.comm import make_dist_communicator
 
-            comm = make_dist_communicator()
+            comm = make_dist_communicator(num_servers=servers)
             try:
                 world = {"world_size": comm.world_size, "dist_backend": comm.backend}
-                outcome = train(cfg, comm, report=progress.update, keep_weights=save_weights)
+                outcome = run_rank(cfg, comm, report=progress.update, keep_weights=save_weights)
             finally:
                 comm.close()
             if outcome is None:  # not rank 0: rank 0 writes the record
@@ -85,7 +87,7 @@ def _store(cfg: RunConfig, out: Path, status: str, error: str | None, outcome: O
     """Write the run's record (and worker 0's weights on request)."""
     wall_s = time.perf_counter() - t0
     device = "cuda" if (cfg.device == "cuda" or (cfg.device == "auto" and _cuda())) else "cpu"
-    env = collect_env(world["world_size"], world["dist_backend"], device, started_at)
+    env = collect_env(world["world_size"], world["dist_backend"], device, started_at, server_count(cfg))
     metrics = {**EMPTY_METRICS, **(outcome.metrics if outcome else {}), "wall_s": wall_s}
     record = make_record(cfg.run_id, status if error is None else "failed", error, cfg.to_dict(), env,
                          metrics, outcome.history if outcome else [], outcome.data if outcome else None)

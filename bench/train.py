@@ -110,6 +110,30 @@ def eval_steps(cfg: RunConfig) -> set[int]:
     return {s for s in range(every, cfg.steps + 1, every)} | {cfg.steps}
 
 
+def server_count(cfg: RunConfig) -> int:
+    """Parameter-server processes a dist run of ``cfg`` needs beside its workers."""
+    method_cls = METHODS[cfg.method]
+    return method_cls.servers_needed(method_cls.Params(**cfg.method_params))
+
+
+def log_stride(cfg: RunConfig) -> int:
+    return max(1, math.ceil(cfg.steps / 100))
+
+
+def is_log_point(done: int, stride: int, evals: set[int]) -> bool:
+    """Steps after which all processes meet on the control channel (history, divergence, evaluation)."""
+    return done % stride == 0 or done in evals
+
+
+def final_totals(cfg: RunConfig, comm: Communicator) -> torch.Tensor:
+    """Summed over processes: worker bytes sent and received, server bytes sent and received, method extras."""
+    ledger = comm.ledger
+    sent, received = ledger.total_sent(cfg.workers), ledger.total_received(cfg.workers)
+    return comm.control_sum(torch.tensor(
+        [sent, received, ledger.total_sent() - sent, ledger.total_received() - received,
+         *(ledger.total_extra(e) for e in METHODS[cfg.method].extra_metrics)], dtype=torch.float64))
+
+
 def train(cfg: RunConfig, comm: Communicator, report: Reporter | None = None,
           keep_weights: bool = False) -> Outcome | None:
     """Run ``cfg`` for the local workers of ``comm``. Returns the outcome where worker 0 lives, else None."""
@@ -128,7 +152,7 @@ def train(cfg: RunConfig, comm: Communicator, report: Reporter | None = None,
                for rank, m in zip(comm.local_ranks, models)]
     method_cls = METHODS[cfg.method]
     method = method_cls(comm, workers, method_cls.Params(**cfg.method_params),
-                        task.weight_decay_map(template, cfg.weight_decay))
+                        task.weight_decay_map(template, cfg.weight_decay), ema=cfg.ema)
     grad_elements = sum(p.numel() for p in template.parameters())
     del template
 
@@ -148,10 +172,12 @@ def train(cfg: RunConfig, comm: Communicator, report: Reporter | None = None,
     data_gens = {r: torch.Generator().manual_seed(derive_seed(cfg.seed, r, 1)) for r in comm.local_ranks}
     swap_rng = len(comm.local_ranks) > 1
 
-    ema = EMA(models[0], cfg.ema) if (cfg.ema and holds_rank0) else None
-    eval_model = copy.deepcopy(models[0]) if ema else None
+    # A method with global weights of its own (a parameter server's) is evaluated on them and averages them
+    # itself; otherwise worker 0's model is evaluated, averaged here.
+    ema = EMA(models[0], cfg.ema) if (cfg.ema and holds_rank0 and not method.has_global_weights) else None
+    eval_model = copy.deepcopy(models[0]) if (ema or method.has_global_weights) and holds_rank0 else None
     batches = GlobalBatches(data.train_size, cfg.global_batch, cfg.seed)
-    evals, stride = eval_steps(cfg), max(1, math.ceil(cfg.steps / 100))
+    evals, stride = eval_steps(cfg), log_stride(cfg)
     per_worker = cfg.batch_per_worker
 
     history: list[dict] = []
@@ -184,15 +210,15 @@ def train(cfg: RunConfig, comm: Communicator, report: Reporter | None = None,
         train_s += time.perf_counter() - t0
         done = step + 1
 
-        if done % stride and done not in evals:
+        if not is_log_point(done, stride, evals):
             if report and time.monotonic() - last_report >= REPORT_EVERY_S:  # this process's loss, no sync
                 last_report = time.monotonic()
                 report(done, cfg.steps, loss_sum.item() / max(1, loss_count))
             continue
         # Log point: agree across processes on the loss, divergence and bytes (uncounted control channel).
         totals = comm.control_sum(torch.tensor([loss_sum.item(), loss_count,
-                                                comm.ledger.total_sent(), comm.ledger.total_received()],
-                                               dtype=torch.float64))
+                                                comm.ledger.total_sent(cfg.workers),
+                                                comm.ledger.total_received(cfg.workers)], dtype=torch.float64))
         mean_loss = totals[0].item() / max(1.0, totals[1].item())
         loss_sum.zero_()
         loss_count = 0
@@ -208,15 +234,16 @@ def train(cfg: RunConfig, comm: Communicator, report: Reporter | None = None,
                 eval_model.load_state_dict(models[0].state_dict())
                 ema.apply_to(eval_model)
                 model = eval_model
+            elif method.has_global_weights:  # the servers' weights; buffers (BN statistics) are worker 0's
+                eval_model.load_state_dict({**models[0].state_dict(), **method.eval_weights()})
+                model = eval_model
             top1, top5 = evaluate(model, data, cfg.eval["batch_size"], device)
             point["top1"], point["top5"] = top1, top5
         history.append(point)
         if report:
             report(done, cfg.steps, mean_loss)
 
-    extras = method_cls.extra_metrics
-    totals = comm.control_sum(torch.tensor([comm.ledger.total_sent(), comm.ledger.total_received(),
-                                            *(comm.ledger.total_extra(e) for e in extras)], dtype=torch.float64))
+    totals = final_totals(cfg, comm)
     if not holds_rank0:
         return None
     metrics = {
@@ -224,12 +251,55 @@ def train(cfg: RunConfig, comm: Communicator, report: Reporter | None = None,
         "final_train_loss": mean_loss, "steps": done, "samples_seen": done * cfg.global_batch,
         "train_s": train_s, "images_per_s": done * cfg.global_batch / train_s if train_s > 0 else None,
         "bytes_sent": int(totals[0].item()), "bytes_received": int(totals[1].item()),
+        **({"server_bytes_sent": int(totals[2].item()), "server_bytes_received": int(totals[3].item())}
+           if comm.num_servers else {}),
         "bytes_fp32_equiv": 4 * grad_elements * cfg.workers * done, "wire_bytes_measured": None,
         "parameters": grad_elements, "threads_per_worker": torch.get_num_threads(),
-        **{e: totals[2 + i].item() for i, e in enumerate(extras)},
+        **{e: totals[4 + i].item() for i, e in enumerate(method_cls.extra_metrics)},
     }
-    weights = {k: v.detach().cpu().clone() for k, v in models[0].state_dict().items()} if keep_weights else None
+    final_model = eval_model if method.has_global_weights else models[0]  # what the last evaluation saw
+    weights = {k: v.detach().cpu().clone() for k, v in final_model.state_dict().items()} if keep_weights else None
     provenance = {"dataset": cfg.dataset, "synthetic": cfg.dataset == "synthetic",
                   "substitute_for": task.paper_dataset if cfg.dataset != task.paper_dataset else None,
                   **data.provenance}
     return Outcome(status, metrics, history, provenance, weights)
+
+
+def serve(cfg: RunConfig, comm: Communicator) -> None:
+    """A parameter-server process of a dist run: the servers' side of every step, in the workers' rhythm.
+
+    It meets the workers on the control channel at the same log points (so it stops with them when a run
+    diverges) and sends worker 0 the global weights at each evaluation."""
+    set_threads(cfg)
+    task = TASKS[cfg.task]
+    data = task.load_data(cfg.dataset, Path(cfg.data_root or "data"), cfg.model_variant)
+    torch.manual_seed(cfg.seed)  # the workers' initial weights: the same seed, the same construction
+    template = task.build_model(cfg.model_variant, data.num_classes).to(pick_device(cfg, comm))
+    method_cls = METHODS[cfg.method]
+    params = method_cls.Params(**cfg.method_params)
+    holder = Worker(-1, dict(template.named_parameters()), make_optimizer(cfg.optimizer, template.parameters()))
+    role = method_cls.make_server(comm, params, holder, task.weight_decay_map(template, cfg.weight_decay),
+                                  ema=cfg.ema)
+    del data
+    evals, stride = eval_steps(cfg), log_stride(cfg)
+    for step in range(cfg.steps):
+        role.step(step, lr_at(cfg.lr_schedule, step, cfg.steps))
+        done = step + 1
+        if not is_log_point(done, stride, evals):
+            continue
+        totals = comm.control_sum(torch.zeros(4, dtype=torch.float64))
+        if not math.isfinite(totals[0].item() / max(1.0, totals[1].item())):
+            break
+        if done in evals:
+            role.send_global()
+    role.close()
+    final_totals(cfg, comm)
+
+
+def run_rank(cfg: RunConfig, comm: Communicator, report: Reporter | None = None,
+             keep_weights: bool = False) -> Outcome | None:
+    """What one dist process does: serve, if its rank is a parameter server's, else train."""
+    if comm.local_servers and not comm.local_ranks:
+        serve(cfg, comm)
+        return None
+    return train(cfg, comm, report=report, keep_weights=keep_weights)

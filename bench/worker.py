@@ -1,4 +1,4 @@
-"""Entry point of one dist worker process: ``python -m bench.worker RUN_DIR``.
+"""Entry point of one dist process (a worker, or a parameter server): ``python -m bench.worker RUN_DIR``.
 
 The launcher writes ``RUN_DIR/config.json`` and sets the env:// variables. Rank 0 reports progress in
 ``RUN_DIR/progress.json`` and leaves its outcome in ``RUN_DIR/result.json`` (+ ``weights.pt``).
@@ -30,16 +30,16 @@ def main(run_dir: str) -> int:
 
     from .config import RunConfig
     from .records import atomic_write
-    from .train import train
+    from .train import run_rank, server_count
 
     cfg = RunConfig.from_dict(spec["config"])
 
     def report(done: int, total: int, loss: float) -> None:
         atomic_write(run / "progress.json", json.dumps({"done": done, "total": total, "loss": loss}))
 
-    comm = make_dist_communicator()
+    comm = make_dist_communicator(num_servers=server_count(cfg))
     try:
-        outcome = train(cfg, comm, report=report, keep_weights=spec.get("save_weights", False))
+        outcome = run_rank(cfg, comm, report=report, keep_weights=spec.get("save_weights", False))
         if outcome is not None:
             if outcome.weights is not None:
                 import torch

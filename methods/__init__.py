@@ -5,9 +5,10 @@
 """
 from .base import Method, NoParams, Worker, param_fields
 from .baseline import Baseline
+from .ssdsgd import SSDSGD
 from .terngrad import TernGrad
 from .threshold import BGT, QGT, WGT
 
-METHODS: dict[str, type[Method]] = {cls.name: cls for cls in (Baseline, TernGrad, WGT, BGT, QGT)}
+METHODS: dict[str, type[Method]] = {cls.name: cls for cls in (Baseline, TernGrad, WGT, BGT, QGT, SSDSGD)}
 
 __all__ = ["METHODS", "Method", "NoParams", "Worker", "param_fields"]

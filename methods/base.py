@@ -42,7 +42,8 @@ class Method(ABC):
     Params: ClassVar[type] = NoParams
     extra_metrics: ClassVar[tuple[str, ...]] = ()  # ledger extras the run record reports (e.g. paper_bytes)
 
-    def __init__(self, comm: Communicator, workers: Sequence[Worker], params, weight_decay: Mapping[str, float]):
+    def __init__(self, comm: Communicator, workers: Sequence[Worker], params, weight_decay: Mapping[str, float],
+                 ema: float = 0.0):
         if [w.rank for w in workers] != comm.local_ranks:
             raise ValueError("workers must match the communicator's local ranks, in order")
         self.comm = comm
@@ -50,6 +51,27 @@ class Method(ABC):
         self.params = params
         self.weight_decay = dict(weight_decay)
         self.names = list(self.workers[0].params)
+        self.ema = ema  # averaging decay for methods that evaluate their own global weights (see eval_weights)
+
+    # -- parameter servers and global weights (methods whose workers' weights are not the global ones) -------
+    has_global_weights: bool = False  # True: evaluate eval_weights(), which the method averages itself
+
+    @classmethod
+    def servers_needed(cls, params) -> int:
+        """Parameter-server processes a dist run of this configuration starts beside its workers."""
+        return 0
+
+    @classmethod
+    def make_server(cls, comm: Communicator, params, template: Worker, weight_decay: Mapping[str, float],
+                    ema: float = 0.0):
+        """The server role of a dist server process: an object with ``step(step, lr)`` and ``send_global()``.
+        ``template`` carries the initial weights and the optimizer the servers copy."""
+        raise NotImplementedError(f"method {cls.name} has no parameter-server role")
+
+    def eval_weights(self) -> dict[str, torch.Tensor] | None:
+        """The weights worker 0 should be evaluated with (global, averaged if ``ema``), or None for its
+        model's own. Under dist with servers this fetches them, so every process calls it at the same steps."""
+        return None
 
     @abstractmethod
     def step(self, grads: Sequence[Grads], lr: float, step: int) -> None:

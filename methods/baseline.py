@@ -1,14 +1,62 @@
-"""Synchronous full-precision SGD: every worker's gradient is summed by allreduce and divided by N."""
+"""Synchronous full-precision SGD: the mean of the workers' gradients, then one optimizer step.
+
+``topology=allreduce`` (default): one allreduce of the flat gradient per step, like one DDP bucket.
+``topology=ps``: push to S parameter servers, which average and step, then pull the weights back every step:
+SSGD on a parameter server, SSD-SGD's baseline (and bit for bit the same weights as the allreduce form).
+"""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .base import Method
+from .ps import ParameterServer, ServerRole
+
+TOPOLOGIES = ("allreduce", "ps")
+
+
+@dataclass(frozen=True)
+class BaselineParams:
+    topology: str = "allreduce"  # allreduce | ps
+    servers: int = 1             # parameter servers (ps topology)
+
+    def __post_init__(self):
+        if self.topology not in TOPOLOGIES:
+            raise ValueError(f"topology must be one of {', '.join(TOPOLOGIES)}, got {self.topology!r}")
+        if self.servers < 1:
+            raise ValueError(f"servers must be >= 1, got {self.servers}")
 
 
 class Baseline(Method):
     name = "baseline"
-    summary = "synchronous fp32 SGD: mean of worker gradients by one allreduce per step"
+    summary = "synchronous fp32 SGD: mean of worker gradients by one allreduce (or a parameter server) per step"
+    Params = BaselineParams
+
+    def __init__(self, comm, workers, params, weight_decay, **kwargs):
+        super().__init__(comm, workers, params, weight_decay, **kwargs)
+        self.ps = None
+        if params.topology == "ps":
+            template = self.workers[0]
+            self.ps = ParameterServer(comm, template.params, template.optimizer, self.weight_decay,
+                                      params.servers)
+
+    @classmethod
+    def servers_needed(cls, params):
+        return params.servers if params.topology == "ps" else 0
+
+    @classmethod
+    def make_server(cls, comm, params, template, weight_decay, ema=0.0):
+        # The workers pull every step, so worker 0's own weights are the global ones: no evaluation fetch.
+        ps = ParameterServer(comm, template.params, template.optimizer, weight_decay, params.servers)
+        return ServerRole(ps, lambda step: True, answers_eval=False)
 
     def step(self, grads, lr, step):
+        if self.ps is not None:
+            for worker, g in zip(self.workers, grads):
+                self.ps.push(worker.rank, g)
+            self.ps.serve_step(lr, answer_pull=True)
+            for worker in self.workers:
+                self.ps.pull(worker.rank, worker.params)
+            return
         # One flat buffer per worker: one collective per step, like one DDP bucket.
         summed = self.comm.allreduce([self.flatten(g) for g in grads])
         n = self.comm.world_size

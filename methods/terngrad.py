@@ -76,8 +76,8 @@ class TernGrad(Method):
     summary = "TernGrad: stochastic ternary gradients with scaler sharing, packed 2 bits (or 1.6 bits) each"
     Params = TernGradParams
 
-    def __init__(self, comm, workers, params, weight_decay):
-        super().__init__(comm, workers, params, weight_decay)
+    def __init__(self, comm, workers, params, weight_decay, **kwargs):
+        super().__init__(comm, workers, params, weight_decay, **kwargs)
         shapes = {n: t.shape for n, t in self.workers[0].params.items()}
         floats = {n for n in self.names if shapes[n].numel() < params.min_size}
         if params.float_last_layer:

@@ -58,8 +58,8 @@ class Threshold(Method):
     Params = ThresholdParams
     extra_metrics = ("paper_bytes",)
 
-    def __init__(self, comm, workers, params, weight_decay):
-        super().__init__(comm, workers, params, weight_decay)
+    def __init__(self, comm, workers, params, weight_decay, **kwargs):
+        super().__init__(comm, workers, params, weight_decay, **kwargs)
         self.numel = sum(p.numel() for p in self.workers[0].params.values())
         self.device = next(iter(self.workers[0].params.values())).device
         self.residual = {w.rank: torch.zeros(self.numel, dtype=torch.float64, device=self.device)

@@ -53,8 +53,8 @@ def long_runs():
     """Start 100K-step runs; whatever a test leaves running is killed with its workers."""
     started: list[subprocess.Popen] = []
 
-    def start(out: Path) -> tuple[subprocess.Popen, list[str]]:
-        proc, lines = start_long_run(out)
+    def start(out: Path, *extra: str) -> tuple[subprocess.Popen, list[str]]:
+        proc, lines = start_long_run(out, *extra)
         started.append(proc)
         return proc, lines
 
@@ -67,10 +67,10 @@ def long_runs():
             proc.wait()
 
 
-def start_long_run(out: Path) -> tuple[subprocess.Popen, list[str]]:
+def start_long_run(out: Path, *extra: str) -> tuple[subprocess.Popen, list[str]]:
     proc = subprocess.Popen([sys.executable, "-m", "bench", "run", "--task", "lenet-mnist", "--dataset",
                              "synthetic", "--method", "baseline", "--workers", "2", "--steps", "100000",
-                             "--out", str(out)], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             "--out", str(out), *extra], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, preexec_fn=default_sigint)
     lines: list[str] = []
     threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True).start()
@@ -93,6 +93,18 @@ def test_sigkilled_worker_fails_the_run_and_leaves_no_process(tmp_path, long_run
     rec = record_of(tmp_path)
     assert rec["status"] == "failed" and "worker 1 was killed by SIGKILL" in rec["error"]
     assert not any(alive(p) for p in workers)
+
+
+def test_sigkilled_parameter_server_fails_the_run_and_leaves_no_process(tmp_path, long_runs):
+    proc, _ = long_runs(tmp_path, "--method", "ssdsgd", "--set", "method.warmup=5", "--set", "method.k=3")
+    processes = children(proc.pid)
+    assert len(processes) == 3  # 2 workers + 1 server
+    victim = next(p for p in processes if rank_of(p) == 2)
+    os.kill(victim, signal.SIGKILL)
+    assert proc.wait(timeout=60) == 1
+    rec = record_of(tmp_path)
+    assert rec["status"] == "failed" and "server 0 was killed by SIGKILL" in rec["error"]
+    assert not any(alive(p) for p in processes)
 
 
 def test_killed_launcher_takes_its_workers_with_it(tmp_path, long_runs):
@@ -128,6 +140,16 @@ def test_divergence_stops_early_with_status_diverged(tmp_path):
     rec = record_of(tmp_path)
     assert rec["status"] == "diverged"
     assert rec["metrics"]["steps"] < 200 and rec["metrics"]["top1"] is None
+
+
+def test_diverging_ps_run_stops_its_servers_too(tmp_path):
+    """The servers meet the workers on the control channel, so they stop at the same log point."""
+    proc = commbench(*TINY, "--method", "ssdsgd", "--set", "method.warmup=3", "--set", "method.k=2",
+                     "--steps", "200", "--set", "lr_schedule.base_lr=1e12", "--set", "lr_schedule.kind=fixed",
+                     "--out", str(tmp_path), timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    rec = record_of(tmp_path)
+    assert rec["status"] == "diverged" and rec["metrics"]["steps"] < 200
 
 
 def test_ctrl_c_leaves_a_failed_record_and_no_worker(tmp_path, long_runs):

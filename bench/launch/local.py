@@ -1,6 +1,6 @@
-"""Start the N worker processes of a dist run on this machine and watch them.
+"""Start the N worker processes (and S parameter servers) of a dist run on this machine and watch them.
 
-If any worker dies (an exception, a signal, SIGKILL from outside), the rest are killed at once rather than
+Ranks 0..N-1 are the workers, N..N+S-1 the servers. If any process dies (an exception, a signal, SIGKILL from outside), the rest are killed at once rather than
 left blocked in a collective until gloo's timeout, and the run fails with the first worker's reason.
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..config import RunConfig
-from ..train import Outcome
+from ..train import Outcome, server_count
 
 
 class WorkerFailed(RuntimeError):
@@ -38,32 +38,36 @@ def _last_line(log: Path) -> str:
     return lines[-1] if lines else ""
 
 
-def _describe(rank: int, code: int, log: Path) -> str:
+def _describe(who: str, code: int, log: Path) -> str:
     if code < 0:
-        return f"worker {rank} was killed by {signal.Signals(-code).name}"
-    return f"worker {rank} exited with code {code}: {_last_line(log) or 'no message'} (log: {log})"
+        return f"{who} was killed by {signal.Signals(-code).name}"
+    return f"{who} exited with code {code}: {_last_line(log) or 'no message'} (log: {log})"
 
 
 def launch_local(cfg: RunConfig, log_dir: Path, report: Callable[[int, int, float], None] | None = None,
                  save_weights: bool = False, poll_s: float = 0.1) -> tuple[Outcome, dict]:
-    """Run ``cfg`` as ``cfg.workers`` local processes. Returns (outcome, {world_size, dist_backend})."""
+    """Run ``cfg`` as ``cfg.workers`` (+ servers) local processes. Returns (outcome, {world_size, dist_backend})."""
     log_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="commbench-") as tmp:
         run = Path(tmp)
         (run / "config.json").write_text(json.dumps({"config": cfg.to_dict(), "save_weights": save_weights}))
+        total = cfg.workers + server_count(cfg)
+        # LOCAL_WORLD_SIZE counts the workers only: it sets each worker's share of the cores, which must be
+        # what a sim run of the same configuration uses (servers do elementwise sums and need little).
         base_env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port()),
-                    "WORLD_SIZE": str(cfg.workers), "LOCAL_WORLD_SIZE": str(cfg.workers),
+                    "WORLD_SIZE": str(total), "LOCAL_WORLD_SIZE": str(cfg.workers),
                     "COMMBENCH_WORKER": "1"}
+        names = [f"worker {r}" for r in range(cfg.workers)] + [f"server {s}" for s in range(total - cfg.workers)]
         procs, logs = [], []
         try:
-            for rank in range(cfg.workers):
-                log = log_dir / f"rank{rank}.log"
+            for rank in range(total):
+                log = log_dir / (f"rank{rank}.log" if rank < cfg.workers else f"server{rank - cfg.workers}.log")
                 logs.append(log)
                 with open(log, "w") as fh:
                     procs.append(subprocess.Popen(
                         [sys.executable, "-m", "bench.worker", str(run)], stdout=fh, stderr=subprocess.STDOUT,
                         env={**base_env, "RANK": str(rank), "LOCAL_RANK": str(rank)}))
-            _watch(procs, logs, run, report, poll_s)
+            _watch(procs, logs, names, run, report, poll_s)
         finally:
             for p in procs:
                 if p.poll() is None:
@@ -80,7 +84,7 @@ def launch_local(cfg: RunConfig, log_dir: Path, report: Callable[[int, int, floa
     return outcome, {"world_size": result["world_size"], "dist_backend": result["dist_backend"]}
 
 
-def _watch(procs, logs, run: Path, report, poll_s: float) -> None:
+def _watch(procs, logs, names, run: Path, report, poll_s: float) -> None:
     seen = -1
     while True:
         codes = [p.poll() for p in procs]
@@ -99,7 +103,7 @@ def _watch(procs, logs, run: Path, report, poll_s: float) -> None:
             for p in procs:
                 if p.poll() is None:
                     p.kill()
-            raise WorkerFailed(_describe(rank, code, logs[rank]))
+            raise WorkerFailed(_describe(names[rank], code, logs[rank]))
         if all(c == 0 for c in codes):
             if not (run / "result.json").exists():
                 raise WorkerFailed("all workers exited but worker 0 left no result")

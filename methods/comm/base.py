@@ -12,7 +12,13 @@ Byte accounting conventions (the ledger counts, per worker, what it hands to and
   payloads are first announced by an int64 size exchange, then padded to the largest; both the sizes and
   the padding are counted.
 * broadcast: the source sends the tensor once; every other worker receives it once.
-* send/recv: the sender sends the tensor; the receiver receives it.
+* send/recv and isend/irecv: the sender sends the tensor; the receiver receives it. ``control=True``
+  marks a transfer the harness makes for itself (fetching a parameter server's weights to evaluate them);
+  it crosses the same wire but is not part of the method's exchange, so it is not counted.
+
+Parameter servers: a communicator may know ``num_servers`` server ranks beyond its workers (ranks
+``world_size`` .. ``world_size + num_servers - 1``). Collectives run over the workers only; servers are
+reached by point-to-point messages. Bytes a server sends or receives are ledgered under its own rank.
 
 With a single worker nothing crosses a network, so nothing is counted.
 
@@ -49,10 +55,21 @@ class Communicator(ABC):
 
     transport: str
 
-    def __init__(self, world_size: int, local_ranks: Sequence[int], ledger: ByteLedger | None = None):
-        self.world_size = world_size
+    def __init__(self, world_size: int, local_ranks: Sequence[int], ledger: ByteLedger | None = None,
+                 num_servers: int = 0):
+        self.world_size = world_size  # workers; collectives and averages are over these
+        self.num_servers = num_servers
         self.local_ranks = list(local_ranks)
         self.ledger = ledger if ledger is not None else ByteLedger()
+
+    @property
+    def server_ranks(self) -> list[int]:
+        return list(range(self.world_size, self.world_size + self.num_servers))
+
+    @property
+    def local_servers(self) -> list[int]:
+        """The server ranks this process runs (all of them under sim; its own rank in a server process)."""
+        return []
 
     # -- collectives, one tensor per local worker -------------------------------------------------------
     @abstractmethod
@@ -84,6 +101,15 @@ class Communicator(ABC):
     def recv(self, buffer: torch.Tensor, src: int, dst: int) -> torch.Tensor:
         """Point-to-point: local worker ``dst`` receives from ``src`` into ``buffer`` (same shape/dtype)."""
 
+    @abstractmethod
+    def isend(self, tensor: torch.Tensor, src: int, dst: int, control: bool = False) -> Handle:
+        """Start sending ``tensor`` from local rank ``src`` (a worker or a server) to rank ``dst``. The caller
+        must not modify ``tensor`` before ``wait()``."""
+
+    @abstractmethod
+    def irecv(self, buffer: torch.Tensor, src: int, dst: int, control: bool = False) -> Handle:
+        """Start receiving into ``buffer`` at local rank ``dst`` from ``src``; ``wait()`` returns ``buffer``."""
+
     # -- harness bookkeeping, never counted -------------------------------------------------------------
     @abstractmethod
     def control_sum(self, values: torch.Tensor) -> torch.Tensor:
@@ -98,7 +124,7 @@ class Communicator(ABC):
 
     # -- helpers for the implementations ----------------------------------------------------------------
     def _count(self, op: str, rank: int, sent: int, received: int) -> None:
-        if self.world_size > 1:
+        if self.world_size + self.num_servers > 1:
             self.ledger.record(op, rank, sent, received)
 
     def _count_allreduce(self, rank: int, t: torch.Tensor) -> None:

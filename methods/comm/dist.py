@@ -22,11 +22,15 @@ class _Pending(Handle):
 
 class DistCommunicator(Communicator):
     """Wraps the default process group; ``init`` joins it from the env:// variables (RANK, WORLD_SIZE,
-    MASTER_ADDR, MASTER_PORT), which both the harness's own launcher and torchrun/Slurm set."""
+    MASTER_ADDR, MASTER_PORT), which both the harness's own launcher and torchrun/Slurm set.
+
+    With ``num_servers`` S, the last S ranks of the group are parameter servers: ``world_size`` counts the
+    workers only, collectives run in a workers-only group, and the control channel spans everyone."""
 
     transport = "dist"
 
-    def __init__(self, backend: str | None = None, device: torch.device | None = None, timeout_s: float = 1800.0):
+    def __init__(self, backend: str | None = None, device: torch.device | None = None, timeout_s: float = 1800.0,
+                 num_servers: int = 0):
         if not dist.is_initialized():
             if backend is None:
                 backend = "nccl" if torch.cuda.is_available() else "gloo"
@@ -35,7 +39,21 @@ class DistCommunicator(Communicator):
         self.rank = dist.get_rank()
         self.device = device or (torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
                                  if self.backend == "nccl" else torch.device("cpu"))
-        super().__init__(dist.get_world_size(), [self.rank])
+        total = dist.get_world_size()
+        if not 0 <= num_servers < total:
+            raise ValueError(f"{num_servers} parameter servers need more than {total} processes")
+        super().__init__(total - num_servers, [self.rank] if self.rank < total - num_servers else [],
+                         num_servers=num_servers)
+        # Collectives are the workers' business; every process must still take part in creating the group.
+        self.group = dist.new_group(list(range(self.world_size))) if num_servers else None
+
+    @property
+    def is_server(self) -> bool:
+        return self.rank >= self.world_size
+
+    @property
+    def local_servers(self):
+        return [self.rank] if self.is_server else []
 
     def _one(self, tensors):
         if len(tensors) != 1:
@@ -49,7 +67,7 @@ class DistCommunicator(Communicator):
         t = self._one(tensors)
         self.ledger.count_call("allreduce")
         self._count_allreduce(self.rank, t)
-        work = dist.all_reduce(t, async_op=True)
+        work = dist.all_reduce(t, group=self.group, async_op=True)
         return _Pending(work, [t])
 
     def allgather(self, tensors, same_size=False):
@@ -60,7 +78,7 @@ class DistCommunicator(Communicator):
         else:
             mine = torch.tensor([t.numel()], dtype=torch.int64, device=t.device)
             all_sizes = [torch.zeros_like(mine) for _ in range(self.world_size)]
-            dist.all_gather(all_sizes, mine)
+            dist.all_gather(all_sizes, mine, group=self.group)
             sizes = [int(s.item()) for s in all_sizes]
         padded = max(sizes)
         self._count_allgather(self.rank, t, padded, sizes_exchanged=not same_size)
@@ -69,13 +87,13 @@ class DistCommunicator(Communicator):
         if t.numel() < padded:
             t = torch.cat([t, t.new_zeros(padded - t.numel())])
         out = [t.new_empty(padded) for _ in sizes]
-        dist.all_gather(out, t)
+        dist.all_gather(out, t, group=self.group)
         return [[o[:n] for o, n in zip(out, sizes)]]
 
     def broadcast(self, tensors, src):
         t = self._one(tensors)
         self.ledger.count_call("broadcast")
-        dist.broadcast(t, src)
+        dist.broadcast(t, src, group=self.group)
         self._count("broadcast", self.rank, nbytes(t) if self.rank == src else 0, 0 if self.rank == src else nbytes(t))
         return [t]
 
@@ -90,6 +108,19 @@ class DistCommunicator(Communicator):
         dist.recv(buffer, src)
         self._count("p2p", dst, 0, nbytes(buffer))
         return buffer
+
+    def isend(self, tensor, src, dst, control=False):
+        assert src == self.rank, f"rank {self.rank} cannot send on behalf of rank {src}"
+        if not control:
+            self.ledger.count_call("send")
+            self._count("p2p", src, nbytes(tensor), 0)
+        return _Pending(dist.isend(tensor, dst), None)
+
+    def irecv(self, buffer, src, dst, control=False):
+        assert dst == self.rank, f"rank {self.rank} cannot receive on behalf of rank {dst}"
+        if not control:
+            self._count("p2p", dst, 0, nbytes(buffer))
+        return _Pending(dist.irecv(buffer, src), buffer)
 
     def control_sum(self, values):
         v = values.to(self.device, copy=True)

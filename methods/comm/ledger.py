@@ -46,11 +46,12 @@ class ByteLedger:
     def count_call(self, op: str) -> None:
         self.calls[op] += 1
 
-    def total_sent(self) -> int:
-        return sum(self.sent.values())
+    def total_sent(self, below: int | None = None) -> int:
+        """Bytes sent by every rank here, or by ranks < ``below`` only (the workers, not the servers)."""
+        return sum(v for r, v in self.sent.items() if below is None or r < below)
 
-    def total_received(self) -> int:
-        return sum(self.received.values())
+    def total_received(self, below: int | None = None) -> int:
+        return sum(v for r, v in self.received.items() if below is None or r < below)
 
     def state_dict(self) -> dict:
         return {

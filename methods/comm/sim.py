@@ -11,16 +11,31 @@ from typing import Sequence
 
 import torch
 
-from .base import Communicator
+from .base import Communicator, Done, Handle
 from .ledger import nbytes
+
+
+class _MailboxRecv(Handle):
+    """A receive completes when waited for, by which time the matching send has been made in this process."""
+
+    def __init__(self, comm: "SimCommunicator", buffer, src: int, dst: int, control: bool):
+        self._comm, self._args = comm, (buffer, src, dst, control)
+
+    def wait(self):
+        return self._comm._deliver(*self._args)
 
 
 class SimCommunicator(Communicator):
     transport = "sim"
 
-    def __init__(self, world_size: int):
-        super().__init__(world_size, range(world_size))
+    def __init__(self, world_size: int, num_servers: int = 0):
+        # All workers are local; so are the servers, which the methods run inline between pushes and pulls.
+        super().__init__(world_size, range(world_size), num_servers=num_servers)
         self._mailbox: dict[tuple[int, int], deque] = defaultdict(deque)
+
+    @property
+    def local_servers(self):
+        return self.server_ranks
 
     def _check(self, tensors: Sequence[torch.Tensor]) -> None:
         if len(tensors) != self.world_size:
@@ -61,16 +76,32 @@ class SimCommunicator(Communicator):
         return list(tensors)
 
     def send(self, tensor, src, dst):
-        self.ledger.count_call("send")
-        self._mailbox[(src, dst)].append(tensor.clone())
-        self._count("p2p", src, nbytes(tensor), 0)
+        self.isend(tensor, src, dst)
 
     def recv(self, buffer, src, dst):
+        return self._deliver(buffer, src, dst, control=False)
+
+    def isend(self, tensor, src, dst, control=False):
+        self._mailbox[(src, dst)].append(tensor.clone())
+        if not control:
+            self.ledger.count_call("send")
+            self._count("p2p", src, nbytes(tensor), 0)
+        return Done()
+
+    def irecv(self, buffer, src, dst, control=False):
+        return _MailboxRecv(self, buffer, src, dst, control)
+
+    def _deliver(self, buffer, src, dst, control):
         queue = self._mailbox[(src, dst)]
         if not queue:
-            raise RuntimeError(f"sim recv: worker {dst} waits for worker {src}, but nothing was sent")
-        buffer.copy_(queue.popleft())
-        self._count("p2p", dst, 0, nbytes(buffer))
+            raise RuntimeError(f"sim recv: rank {dst} waits for rank {src}, but nothing was sent")
+        message = queue.popleft()
+        if message.shape != buffer.shape or message.dtype != buffer.dtype:
+            raise RuntimeError(f"sim recv: rank {dst} expects {tuple(buffer.shape)} {buffer.dtype} from rank {src}, "
+                               f"got {tuple(message.shape)} {message.dtype}")
+        buffer.copy_(message)
+        if not control:
+            self._count("p2p", dst, 0, nbytes(buffer))
         return buffer
 
     def control_sum(self, values):

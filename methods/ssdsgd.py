@@ -1,0 +1,228 @@
+"""SSD-SGD (Xu, Dong et al.): steps delay with local updates, Sections 2.3-3.5, Eq. 5, 6, 8, Algorithms 1-2.
+
+Iterations ``0 .. warmup`` are plain synchronous SGD (Algorithm 1 lines 3-14: push, pull, every iteration).
+After that every worker pushes its gradient every iteration, the servers apply the average with momentum
+SGD (Eq. 6), and the workers pull the global weights only at iterations ``num % k == k - 1``; in between they
+move their own weights with a local rule (Eq. 5 / Eq. 8). Algorithm 1 needs ``(1 + warmup) % k == 0``, so the
+first delay iteration starts a k-cycle.
+
+Local rules (``local_rule``):
+
+* ``glu`` (paper, Eq. 8 and Algorithm 2): w' <- w' - loc_lr (alpha g + wd w' + beta grad_sync),
+  grad_sync = (pre_weight - w') (1 - m) / (lr k); pre_weight starts as w' and is refreshed every k local
+  updates, i.e. to the weights just pulled (Sec. 3.3). alpha 2, beta 0.5, loc_lr = 4 lr (Sec. 4.1).
+* ``glu_code``: the authors' ``COSDCASGD`` (their CIFAR-10 script's local optimizer):
+  grad_sync = ((1 - loc_lr wd) prev - w') / 8 with prev the weights before the previous local update.
+* ``sgd``: w' <- w' - loc_lr (g + wd w') (Fig. 5 uses loc_lr = lr / 4: set local_lr_scale=0.25).
+* ``dcasgd``: DC-ASGD-a as a local rule (Fig. 5; loc_lr = lr there: local_lr_scale=1): w' <- w' - loc_lr
+  (g + wd w' + lambda_t g*g*(w' - w_prev)), lambda_t = lambda0 / sqrt(MS), MS = 0.95 MS + 0.05 g^2 + 1e-7.
+* ``none``: no local update (the workers compute on the weights they last pulled).
+
+Topologies: ``ps`` (the paper's: W workers and S servers, push/pull as point-to-point messages, a skipped
+pull is a message never sent) and ``allreduce`` (every worker keeps the global state; the push is an
+asynchronous allreduce, waited for and applied only at pull time, so it overlaps k steps of computation).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from .averaging import MovingAverage
+from .base import Method
+from .ps import ParameterServer, ServerRole
+
+LOCAL_RULES = ("glu", "glu_code", "sgd", "dcasgd", "none")
+TOPOLOGIES = ("ps", "allreduce")
+
+
+def pulls_at(step: int, warmup: int, k: int) -> bool:
+    """Algorithm 1: every warm-up iteration (num <= wp) pulls; afterwards those with num % k == k - 1."""
+    return step <= warmup or step % k == k - 1
+
+
+@dataclass(frozen=True)
+class SSDSGDParams:
+    k: int = 3                  # delay steps; 3 divides 1 + 500, the default warm-up (Algorithm 1's check)
+    warmup: int = 500           # wp of Algorithm 1: iterations 0..wp are synchronous (Sec. 4.2: 500)
+    local_rule: str = "glu"     # glu | glu_code | sgd | dcasgd | none
+    alpha: float = 2.0          # Eq. 8 weight of the local gradient (Sec. 4.1)
+    beta: float = 0.5           # Eq. 8 weight of grad_sync (Sec. 4.1)
+    local_lr_scale: float = 4.0  # loc_lr = scale x global lr (Sec. 4.1: 1.6 for 0.4)
+    dc_lambda: float = 2.0      # lambda0 of DC-ASGD-a (the authors' CPPADCASGD default)
+    dc_ms_decay: float = 0.95   # mean-square decay of DC-ASGD-a (MXNet's ms_update default)
+    topology: str = "ps"        # ps | allreduce
+    servers: int = 1            # parameter servers (ps topology)
+
+    def __post_init__(self):
+        if self.k < 1:
+            raise ValueError(f"k must be >= 1, got {self.k}")
+        if self.warmup < 0:
+            raise ValueError(f"warmup must be >= 0, got {self.warmup}")
+        if (1 + self.warmup) % self.k:
+            below = self.warmup - (1 + self.warmup) % self.k
+            options = " or ".join(str(w) for w in (below, below + self.k) if w >= 0)
+            raise ValueError(f"warmup: Algorithm 1 needs (1 + warmup) % k == 0; warmup={self.warmup} with "
+                             f"k={self.k} does not (try warmup={options})")
+        if self.local_rule not in LOCAL_RULES:
+            raise ValueError(f"local_rule must be one of {', '.join(LOCAL_RULES)}, got {self.local_rule!r}")
+        if self.topology not in TOPOLOGIES:
+            raise ValueError(f"topology must be one of {', '.join(TOPOLOGIES)}, got {self.topology!r}")
+        if self.servers < 1:
+            raise ValueError(f"servers must be >= 1, got {self.servers}")
+        if self.local_lr_scale < 0:
+            raise ValueError(f"local_lr_scale must be >= 0, got {self.local_lr_scale}")
+
+
+@dataclass
+class LocalState:
+    """One worker's local-rule state (Algorithm 2's counter and pre_weight; DC-ASGD-a's w_prev and MS)."""
+
+    updates: int = 0
+    previous: dict[str, torch.Tensor] | None = None
+    mean_square: dict[str, torch.Tensor] = field(default_factory=dict)
+
+
+class GlobalCopy:
+    """The allreduce topology's replica of the servers' state on one worker: weights, optimizer, average."""
+
+    def __init__(self, params: dict[str, torch.Tensor], optimizer: torch.optim.Optimizer, ema: float):
+        self.weights = {n: p.detach().clone() for n, p in params.items()}
+        self.optimizer = type(optimizer)(list(self.weights.values()), **optimizer.defaults)
+        self.average = MovingAverage(self.weights, ema) if ema else None
+
+
+class SSDSGD(Method):
+    name = "ssdsgd"
+    summary = "SSD-SGD: push every step, pull every k steps, local GLU updates between pulls"
+    Params = SSDSGDParams
+    has_global_weights = True
+
+    def __init__(self, comm, workers, params, weight_decay, **kwargs):
+        super().__init__(comm, workers, params, weight_decay, **kwargs)
+        template = self.workers[0]
+        self.momentum = template.optimizer.defaults.get("momentum", 0.0)
+        self.local = {w.rank: LocalState() for w in self.workers}
+        if params.topology == "ps":
+            self.ps = ParameterServer(comm, template.params, template.optimizer, self.weight_decay,
+                                      params.servers, self.ema)
+        else:
+            self.ps = None
+            self.replicas = {w.rank: GlobalCopy(w.params, w.optimizer, self.ema if i == 0 else 0.0)
+                             for i, w in enumerate(self.workers)}
+            self.pending: list[tuple] = []  # (allreduce handle, lr) of pushes not yet applied
+
+    @classmethod
+    def servers_needed(cls, params):
+        return params.servers if params.topology == "ps" else 0
+
+    @classmethod
+    def make_server(cls, comm, params, template, weight_decay, ema=0.0):
+        ps = ParameterServer(comm, template.params, template.optimizer, weight_decay, params.servers, ema)
+        return ServerRole(ps, lambda step: pulls_at(step, params.warmup, params.k), answers_eval=True)
+
+    # -- one iteration (Algorithm 1, lines 3-26) --------------------------------------------------------
+    def step(self, grads, lr, step):
+        p = self.params
+        pull = pulls_at(step, p.warmup, p.k)
+        if self.ps is not None:
+            for worker, g in zip(self.workers, grads):
+                self.ps.push(worker.rank, g)
+            self.ps.serve_step(lr, pull)  # the servers that live here (all under sim; none in a dist worker)
+        else:
+            self.pending.append((self.comm.allreduce_async([self.flatten(g) for g in grads]), lr))
+        if step > p.warmup and p.local_rule != "none":
+            for worker, g in zip(self.workers, grads):
+                self.local_update(worker, g, lr)
+        if pull:
+            for worker in self.workers:
+                if self.ps is not None:
+                    self.ps.pull(worker.rank, worker.params)
+                else:
+                    self.apply_pending()
+                    with torch.no_grad():
+                        for n, param in worker.params.items():
+                            param.copy_(self.replicas[worker.rank].weights[n])
+
+    def apply_pending(self) -> None:
+        """Allreduce topology: wait for the pushes in flight and apply them, in order, to every replica."""
+        n = self.comm.world_size
+        for handle, lr in self.pending:
+            totals = handle.wait()
+            for worker, total in zip(self.workers, totals):
+                replica = self.replicas[worker.rank]
+                mean = self.unflatten(total / n, replica.weights)
+                for name, w in replica.weights.items():
+                    wd = self.weight_decay.get(name, 0.0)
+                    w.grad = mean[name].add(w, alpha=wd) if wd else mean[name]
+                for group in replica.optimizer.param_groups:
+                    group["lr"] = lr
+                replica.optimizer.step()
+                if replica.average:
+                    replica.average.update()
+        self.pending.clear()
+
+    # -- local rules ------------------------------------------------------------------------------------
+    @torch.no_grad()
+    def local_update(self, worker, grads, lr: float) -> None:
+        p, state = self.params, self.local[worker.rank]
+        loc_lr = p.local_lr_scale * lr
+        w = {n: t.detach() for n, t in worker.params.items()}
+        if state.previous is None:  # Algorithm 2 line 2: pre_weight starts as w'
+            state.previous = {n: t.clone() for n, t in w.items()}
+        if p.local_rule == "glu":
+            sync = glu_grad_sync(state.previous, w, self.momentum, lr, p.k)
+            if state.updates > 0 and state.updates % p.k == 0:  # Algorithm 2 lines 4-6
+                for n, t in w.items():
+                    state.previous[n].copy_(t)
+            for n, t in w.items():
+                wd = self.weight_decay.get(n, 0.0)
+                t.sub_(loc_lr * (p.alpha * grads[n] + wd * t + p.beta * sync[n]))
+        elif p.local_rule == "glu_code":
+            for n, t in w.items():
+                wd = self.weight_decay.get(n, 0.0)
+                sync = ((1 - loc_lr * wd) * state.previous[n] - t) / 8.0
+                state.previous[n].copy_(t)  # the weights before this update
+                t.sub_(loc_lr * (p.alpha * grads[n] + wd * t + p.beta * sync))
+        elif p.local_rule == "sgd":
+            for n, t in w.items():
+                wd = self.weight_decay.get(n, 0.0)
+                t.sub_(loc_lr * (grads[n] + wd * t))
+        elif p.local_rule == "dcasgd":
+            for n, t in w.items():
+                g, wd = grads[n], self.weight_decay.get(n, 0.0)
+                ms = state.mean_square.setdefault(n, torch.zeros_like(t))
+                ms.mul_(p.dc_ms_decay).add_(g * g, alpha=1 - p.dc_ms_decay).add_(1e-7)
+                compensation = p.dc_lambda / ms.sqrt() * g * g * (t - state.previous[n])
+                state.previous[n].copy_(t)
+                t.sub_(loc_lr * (g + wd * t + compensation))
+        state.updates += 1
+
+    # -- evaluation and checkpoints ---------------------------------------------------------------------
+    def eval_weights(self):
+        if self.ps is not None:
+            return self.ps.fetch_global(self.workers[0].rank)
+        self.apply_pending()  # what the servers would hold now; the local weights are not touched
+        replica = self.replicas[self.workers[0].rank]
+        return {n: t.clone() for n, t in (replica.average.shadow if replica.average else replica.weights).items()}
+
+    def state_dict(self):
+        state = {"local": {r: {"updates": s.updates, "previous": s.previous, "mean_square": s.mean_square}
+                           for r, s in self.local.items()}}
+        if self.ps is not None:
+            state["servers"] = self.ps.state_dict()
+        else:
+            self.apply_pending()
+            state["replicas"] = {r: {"weights": c.weights, "optimizer": c.optimizer.state_dict(),
+                                     "average": c.average.state_dict() if c.average else None}
+                                 for r, c in self.replicas.items()}
+        return state
+
+
+def glu_grad_sync(previous: dict, weights: dict, momentum: float, lr: float, k: int) -> dict:
+    """Sec. 3.3: grad_sync = (pre_weight - w') (1 - m) / (lr k), the global gradient the servers' momentum
+    SGD implies between two pulls k iterations apart. Zero while the learning rate is zero."""
+    if lr == 0:
+        return {n: torch.zeros_like(t) for n, t in weights.items()}
+    scale = (1 - momentum) / (lr * k)
+    return {n: (previous[n] - t) * scale for n, t in weights.items()}
