@@ -8,7 +8,7 @@ import pandas as pd
 from .records import iter_records
 
 COLUMNS = ["task", "dataset", "method", "params", "workers", "backend", "tier", "steps", "n", "status", "top1",
-           "bytes/worker/step", "fp32/sent", "images/s"]
+           "bytes/worker/step", "recv/worker/step", "fp32/sent", "images/s"]
 
 
 def records_frame(root: Path) -> pd.DataFrame:
@@ -25,6 +25,8 @@ def records_frame(root: Path) -> pd.DataFrame:
             "top5": m.get("top5"), "images_per_s": m.get("images_per_s"), "bytes_sent": sent,
             "bytes_fp32_equiv": m.get("bytes_fp32_equiv"),
             "bytes_per_worker_step": sent / (workers * steps) if sent is not None and workers and steps else None,
+            "received_per_worker_step": (m["bytes_received"] / (workers * steps)
+                                         if m.get("bytes_received") is not None and workers and steps else None),
             "compression": (m["bytes_fp32_equiv"] / sent) if sent else None,
             "substitute": (r.get("data") or {}).get("substitute_for"),
         })
@@ -63,6 +65,8 @@ def comparison(frame: pd.DataFrame) -> pd.DataFrame:
         row["top1"] = _mean_std(done["top1"], ".4f")
         per_step = done["bytes_per_worker_step"].dropna()
         row["bytes/worker/step"] = f"{per_step.mean():,.0f}" if not per_step.empty else "—"
+        received = done["received_per_worker_step"].dropna()
+        row["recv/worker/step"] = f"{received.mean():,.0f}" if not received.empty else "—"
         ratio = done["compression"].dropna()
         row["fp32/sent"] = f"{ratio.mean():.2f}x" if not ratio.empty else "—"
         row["images/s"] = _mean_std(done["images_per_s"], ".0f")
