@@ -70,7 +70,8 @@ class Method(ABC):
 
     def eval_weights(self) -> dict[str, torch.Tensor] | None:
         """The weights worker 0 should be evaluated with (global, averaged if ``ema``), or None for its
-        model's own. Under dist with servers this fetches them, so every process calls it at the same steps."""
+        model's own. Under dist with servers this fetches them: the harness calls it at evaluation steps
+        only, when the server processes send them (``make_server(...).send_global()``)."""
         return None
 
     @abstractmethod
