@@ -33,14 +33,15 @@ def git_state(root: Path = SOURCE_ROOT) -> tuple[str | None, bool | None]:
 
 
 def collect_env(world_size: int, dist_backend: str | None, device: str, started_at: str,
-                parameter_servers: int = 0) -> dict:
+                parameter_servers: int = 0, code: tuple[str | None, bool | None] | None = None) -> dict:
+    """``code``: (git SHA, dirty) taken when the run started (edits made while it ran are not its code)."""
     import torch
 
     try:  # the installed version, without importing torchvision (slow, and it may be broken)
         tv = importlib.metadata.version("torchvision")
     except importlib.metadata.PackageNotFoundError:
         tv = None
-    sha, dirty = git_state()
+    sha, dirty = code if code is not None else git_state()
     gpu = torch.cuda.get_device_name(0) if device == "cuda" and torch.cuda.is_available() else None
     return {
         "python": platform.python_version(), "torch": torch.__version__, "torchvision": tv,

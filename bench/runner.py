@@ -12,7 +12,7 @@ from tasks import TASKS
 from .config import ConfigError, RunConfig
 from .launch.local import launch_local
 from .progress import Progress
-from .provenance import collect_env, now
+from .provenance import collect_env, git_state, now
 from .records import EMPTY_METRICS, make_record, read_record, write_record
 from .train import Outcome, run_rank, server_count, train
 
@@ -46,7 +46,7 @@ def execute(cfg: RunConfig, out: Path, *, force: bool = False, save_weights: boo
         raise ConfigError(f"workers: {cfg.workers} (+ {servers} parameter servers), but the outside launcher "
                           f"started {os.environ['WORLD_SIZE']} processes")
 
-    started_at, t0 = now(), time.perf_counter()
+    started_at, t0, code = now(), time.perf_counter(), git_state()
     quiet_rank = under_outside_launcher() and os.environ["RANK"] != "0"
     progress = Progress(cfg.run_id, cfg.steps, enabled=show_progress and not quiet_rank)
     status, error, outcome = "failed", None, None
@@ -74,20 +74,21 @@ def execute(cfg: RunConfig, out: Path, *, force: bool = False, save_weights: boo
         status = outcome.status
     except KeyboardInterrupt:
         progress.close()
-        _store(cfg, out, "failed", "interrupted (Ctrl-C)", outcome, world, started_at, t0, save_weights)
+        _store(cfg, out, "failed", "interrupted (Ctrl-C)", outcome, world, (started_at, t0, code), save_weights)
         raise
     except Exception as exc:  # the run failed: say why in the record
         error = one_line(exc)
     progress.close()
-    return _store(cfg, out, status, error, outcome, world, started_at, t0, save_weights)
+    return _store(cfg, out, status, error, outcome, world, (started_at, t0, code), save_weights)
 
 
 def _store(cfg: RunConfig, out: Path, status: str, error: str | None, outcome: Outcome | None, world: dict,
-           started_at: str, t0: float, save_weights: bool) -> RunResult:
-    """Write the run's record (and worker 0's weights on request)."""
+           start: tuple, save_weights: bool) -> RunResult:
+    """Write the run's record (and worker 0's weights on request). ``start``: (started_at, t0, code)."""
+    started_at, t0, code = start
     wall_s = time.perf_counter() - t0
     device = "cuda" if (cfg.device == "cuda" or (cfg.device == "auto" and _cuda())) else "cpu"
-    env = collect_env(world["world_size"], world["dist_backend"], device, started_at, server_count(cfg))
+    env = collect_env(world["world_size"], world["dist_backend"], device, started_at, server_count(cfg), code)
     metrics = {**EMPTY_METRICS, **(outcome.metrics if outcome else {}), "wall_s": wall_s}
     record = make_record(cfg.run_id, status if error is None else "failed", error, cfg.to_dict(), env,
                          metrics, outcome.history if outcome else [], outcome.data if outcome else None)
