@@ -150,8 +150,12 @@ def cmd_list(args) -> int:
         from tasks import TASKS
 
         for t in TASKS.values():
-            print(f"{t.name:20s} {t.summary}; model {t.model_name}; datasets {', '.join(t.datasets)}; "
-                  f"recipes {', '.join(t.recipes)}")
+            datasets = ", ".join(f"{d} (paper)" if d == t.paper_dataset else d for d in t.datasets)
+            print(f"{t.name}: {t.summary}\n"
+                  f"    model     {t.model_name}: {t.parameter_count():,} parameters ({t.classes} classes)\n"
+                  f"    variants  {', '.join(t.variants)}\n"
+                  f"    datasets  {datasets}\n"
+                  f"    recipes   {', '.join(t.recipes)}")
     elif args.what == "methods":
         from methods import METHODS, param_fields
 

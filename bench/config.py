@@ -96,12 +96,12 @@ KEYS: dict[str, Callable[[str, Any], Any]] = {
     "task": _str, "method": _str, "dataset": _opt_str, "recipe": _opt_str, "data_root": _opt_str,
     "workers": _int(1), "backend": _choice("dist", "sim"), "seed": _int(0), "tier": _choice(*TIERS),
     "steps": _int(1), "epochs": _float(1e-9), "global_batch": _int(1),
-    "model.variant": _opt_str,
+    "model.variant": _opt_str, "model.dropout": _float(0, 1),
     "optimizer.name": _choice(*OPTIMIZERS), "optimizer.momentum": _float(0, 1),
     "optimizer.beta1": _float(0, 1), "optimizer.beta2": _float(0, 1), "optimizer.eps": _float(0),
     "lr_schedule.kind": _choice(*LR_KINDS), "lr_schedule.base_lr": _float(0),
     "lr_schedule.power": _float(0), "lr_schedule.end_lr": _float(0), "lr_schedule.gamma": _float(0),
-    "lr_schedule.step_size": _int(1), "lr_schedule.milestones": _int_list,
+    "lr_schedule.step_size": _int(1), "lr_schedule.milestones": _int_list, "lr_schedule.warmup_steps": _int(0),
     "weight_decay": _float(0), "ema": _float(0, 1),
     "eval.every": _int(0), "eval.batch_size": _int(1),
     "device": _choice("auto", "cpu", "cuda"), "threads": _opt_int(1), "fail_at_step": _opt_int(0),
@@ -132,6 +132,8 @@ GENERIC: dict[str, Cited] = {
 
 # Settings that change how a run executes but not what it computes: left out of the run id.
 NOT_IN_ID = ("data_root", "threads", "sources", "overrides")
+# Fields added after the first records were made: out of the id while empty (see RunConfig.model_options).
+ADDED_EMPTY = ("model_options",)
 
 
 @dataclass(frozen=True)
@@ -161,6 +163,9 @@ class RunConfig:
     deterministic: bool
     fail_at_step: int | None
     data_root: str | None
+    # Model options a recipe sets (dropout); left out of the run id while empty, so records made before the
+    # field existed keep their ids.
+    model_options: dict = field(default_factory=dict)
     sources: dict = field(default_factory=dict)    # key -> where its value came from
     overrides: dict = field(default_factory=dict)  # key -> {"paper": v, "used": v, "by": ...}
 
@@ -178,7 +183,7 @@ class RunConfig:
 
 def run_id_of(config: Mapping[str, Any]) -> str:
     """Deterministic id: readable prefix + hash of the resolved configuration (never the clock)."""
-    identity = {k: v for k, v in config.items() if k not in NOT_IN_ID}
+    identity = {k: v for k, v in config.items() if k not in NOT_IN_ID and not (k in ADDED_EMPTY and not v)}
     digest = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:10]
     return f"{config['task']}_{config['method']}_w{config['workers']}_{digest}"
 
@@ -240,7 +245,10 @@ def resolve(settings: Mapping[str, Any]) -> RunConfig:
     if recipe_name not in task.recipes:
         raise ConfigError(f"recipe: {task.name} has no recipe {recipe_name!r} (known: {', '.join(task.recipes)})")
     tier = KEYS["tier"]("tier", settings.get("tier", "paper"))
-    paper = {**GENERIC, **task.recipes[recipe_name]}
+    # A paper may train one method with other values (TernGrad's dropout and weight decay): the task's
+    # per-method overlay is part of the published recipe for that method.
+    overlay = {k: c for k, c in task.method_overlay(recipe_name, method).items() if not k.startswith("method.")}
+    paper = {**GENERIC, **task.recipes[recipe_name], **overlay}
     layered: dict[str, tuple[Any, str]] = {k: (c.value, c.source) for k, c in paper.items()}
     for k, c in task.tiers.get(tier, {}).items():
         layered[k] = (c.value, f"tier {tier}: {c.source}")
@@ -277,12 +285,12 @@ def resolve(settings: Mapping[str, Any]) -> RunConfig:
     if "name" not in optimizer or "base_lr" not in schedule:
         raise ConfigError(f"recipe: {task.name}/{recipe_name} sets no optimizer or base LR")
 
-    method_params, method_sources = _method_params(task, method, settings)
+    method_params, method_sources = _method_params(task, recipe_name, method, settings)
 
     sources = {k: src for k, (_v, src) in layered.items()}
     sources.update(method_sources)
     # Every departure from the published recipe, whether by tier or by the user, is visible in the record.
-    recipe_keys = set(task.recipes[recipe_name]) | set(task.tiers.get(tier, {}))
+    recipe_keys = set(task.recipes[recipe_name]) | set(overlay) | set(task.tiers.get(tier, {}))
     overrides = {k: {"paper": paper[k].value if k in paper else None, "used": values[k], "by": sources[k]}
                  for k in sorted(recipe_keys) if k in values and (k not in paper or paper[k].value != values[k])}
     if dataset != task.paper_dataset:
@@ -297,15 +305,18 @@ def resolve(settings: Mapping[str, Any]) -> RunConfig:
         method_params=method_params, device=values["device"], threads=values["threads"],
         deterministic=values["deterministic"], fail_at_step=values["fail_at_step"],
         data_root=values.get("data_root"), sources=sources, overrides=overrides,
+        model_options={k.split(".", 1)[1]: values[k] for k in ("model.dropout",) if values.get(k) is not None},
     )
 
 
-def _method_params(task, method: str, settings: Mapping[str, Any]) -> tuple[dict, dict]:
+def _method_params(task, recipe_name: str, method: str, settings: Mapping[str, Any]) -> tuple[dict, dict]:
     types = method_param_types(method)
     defaults = METHODS[method].Params()
     params = {n: getattr(defaults, n) for n in types}
     sources = {f"method.{n}": f"{method} default" for n in types}
-    for key, c in task.method_defaults.get(method, {}).items():
+    for key, c in task.method_overlay(recipe_name, method).items():
+        if not key.startswith("method."):
+            continue
         params[key.split(".", 1)[1]] = c.value
         sources[key] = c.source
     for key, v in settings.items():

@@ -14,7 +14,16 @@ def lr_at(schedule: Mapping, step: int, total_steps: int) -> float:
     fixed: base. step: base * gamma^floor(step/step_size). multistep: base * gamma^(milestones passed).
     poly (TF polynomial_decay): (base - end) * (1 - step/total)^power + end.
     exp (TF exponential_decay, staircase): base * gamma^floor(step/step_size).
+    ``warmup_steps`` W (optional): the first W steps rise linearly to the schedule's value (Goyal et al.'s
+    gradual warm-up, MXNet's ``warmup_epochs``): lr * (step + 1) / W.
     """
+    warmup = schedule.get("warmup_steps") or 0
+    if step < warmup:
+        return _scheduled(schedule, step, total_steps) * (step + 1) / warmup
+    return _scheduled(schedule, step, total_steps)
+
+
+def _scheduled(schedule: Mapping, step: int, total_steps: int) -> float:
     base, kind = schedule["base_lr"], schedule["kind"]
     if kind == "fixed":
         return base

@@ -2,8 +2,9 @@
 
 The same code runs every local worker of a process: all N under ``sim``, one under ``dist``. Each step draws
 one global batch; worker i reads slice i of it; each worker computes its gradient; the method exchanges and
-updates. Worker i's randomness (dropout, augmentation) comes from its own generator seeded by (seed, i) in
-both transports, so a sim run and a dist run of one configuration compute the same thing.
+updates. Worker i's dropout comes from its own generator seeded by (seed, i) in both transports, and a
+sample's augmentation from (seed, step, sample index) alone (``tasks.data``), so a sim run and a dist run of
+one configuration compute the same thing.
 """
 from __future__ import annotations
 
@@ -145,7 +146,7 @@ def train(cfg: RunConfig, comm: Communicator, report: Reporter | None = None,
 
     # Identical initial weights everywhere: one seed, one construction, copies for local workers.
     torch.manual_seed(cfg.seed)
-    template = task.build_model(cfg.model_variant, data.num_classes)
+    template = task.build_model(cfg.model_variant, data.num_classes, **cfg.model_options)
     models = [copy.deepcopy(template).to(device).train() for _ in comm.local_ranks]
     workers = [Worker(rank, dict(m.named_parameters()), make_optimizer(cfg.optimizer, m.parameters()),
                       seed=derive_seed(cfg.seed, rank, 2))
@@ -156,7 +157,7 @@ def train(cfg: RunConfig, comm: Communicator, report: Reporter | None = None,
     grad_elements = sum(p.numel() for p in template.parameters())
     del template
 
-    # Worker i's own random stream (dropout, augmentation), the same in sim and dist.
+    # Worker i's own random stream (dropout), the same in sim and dist.
     def get_rng():
         return (torch.get_rng_state(), torch.cuda.get_rng_state(device) if device.type == "cuda" else None)
 
@@ -169,16 +170,23 @@ def train(cfg: RunConfig, comm: Communicator, report: Reporter | None = None,
     for rank in comm.local_ranks:
         torch.manual_seed(derive_seed(cfg.seed, rank))  # seeds the CUDA generators too
         rng_states[rank] = get_rng()
-    data_gens = {r: torch.Generator().manual_seed(derive_seed(cfg.seed, r, 1)) for r in comm.local_ranks}
     swap_rng = len(comm.local_ranks) > 1
 
     # A method with global weights of its own (a parameter server's) is evaluated on them and averages them
     # itself; otherwise worker 0's model is evaluated, averaged here.
     ema = EMA(models[0], cfg.ema) if (cfg.ema and holds_rank0 and not method.has_global_weights) else None
     eval_model = copy.deepcopy(models[0]) if (ema or method.has_global_weights) and holds_rank0 else None
-    batches = GlobalBatches(data.train_size, cfg.global_batch, cfg.seed)
     evals, stride = eval_steps(cfg), log_stride(cfg)
     per_worker = cfg.batch_per_worker
+
+    # One stream of training batches per local worker: worker i's slice of each step's global batch. Each has
+    # its own GlobalBatches, so streams that read ahead do not evict each other's epoch permutation.
+    def worker_batches(rank: int):
+        batches = GlobalBatches(data.train_size, cfg.global_batch, cfg.seed)
+        return ((step, batches.indices(step)[rank * per_worker:(rank + 1) * per_worker])
+                for step in range(cfg.steps))
+
+    streams = {r: data.train_stream(worker_batches(r), cfg.seed) for r in comm.local_ranks}
 
     history: list[dict] = []
     status, train_s, done, top1, top5, mean_loss = "done", 0.0, 0, None, None, float("nan")
@@ -188,11 +196,9 @@ def train(cfg: RunConfig, comm: Communicator, report: Reporter | None = None,
         if cfg.fail_at_step is not None and step == cfg.fail_at_step and cfg.workers - 1 in comm.local_ranks:
             raise RuntimeError(f"fail_at_step={step}: worker {cfg.workers - 1} fails on purpose")
         t0 = time.perf_counter()
-        indices = batches.indices(step)
         grads = []
         for worker, model in zip(workers, models):
-            mine = indices[worker.rank * per_worker:(worker.rank + 1) * per_worker]
-            x, y = data.train_batch(mine, data_gens[worker.rank])
+            x, y = next(streams[worker.rank])
             x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
             if swap_rng:
                 set_rng(rng_states[worker.rank])
@@ -243,6 +249,8 @@ def train(cfg: RunConfig, comm: Communicator, report: Reporter | None = None,
         if report:
             report(done, cfg.steps, mean_loss)
 
+    for stream in streams.values():  # stops loader worker processes, if any
+        getattr(stream, "close", lambda: None)()
     totals = final_totals(cfg, comm)
     if not holds_rank0:
         return None
@@ -274,7 +282,8 @@ def serve(cfg: RunConfig, comm: Communicator) -> None:
     task = TASKS[cfg.task]
     data = task.load_data(cfg.dataset, Path(cfg.data_root or "data"), cfg.model_variant)
     torch.manual_seed(cfg.seed)  # the workers' initial weights: the same seed, the same construction
-    template = task.build_model(cfg.model_variant, data.num_classes).to(pick_device(cfg, comm))
+    template = task.build_model(cfg.model_variant, data.num_classes, **cfg.model_options)
+    template = template.to(pick_device(cfg, comm))
     method_cls = METHODS[cfg.method]
     params = method_cls.Params(**cfg.method_params)
     holder = Worker(-1, dict(template.named_parameters()), make_optimizer(cfg.optimizer, template.parameters()))

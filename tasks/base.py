@@ -5,9 +5,10 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import ClassVar
 
+import torch
 from torch import nn
 
-from .data import InMemoryData
+from .data import Data
 from .recipe import Recipe
 
 
@@ -20,10 +21,23 @@ class Task(ABC):
     variants: ClassVar[tuple[str, ...]]       # model variants; the first is the default
     recipes: ClassVar[dict[str, Recipe]]      # named recipes; the first is the default
     tiers: ClassVar[dict[str, Recipe]]        # paper (as published), cpu and smoke (shortened)
-    method_defaults: ClassVar[dict[str, Recipe]] = {}  # per method: method.<param> values this task's paper used
+    classes: ClassVar[int] = 10               # classes of the paper's data set
+    method_defaults: ClassVar[dict[str, Recipe]] = {}  # per method: values this task's paper used with it
+
+    def method_overlay(self, recipe: str, method: str) -> Recipe:
+        """What the paper changed for ``method`` in ``recipe``: ``method.<param>`` values and any other key
+        (TernGrad's dropout ratio, weight decay). Tasks whose overlay differs per recipe override this."""
+        return self.method_defaults.get(method, {})
 
     @abstractmethod
-    def build_model(self, variant: str, num_classes: int) -> nn.Module: ...
+    def build_model(self, variant: str, num_classes: int, **options) -> nn.Module:
+        """The network; ``options`` are the recipe's model settings (``model.dropout`` -> ``dropout``)."""
+
+    def parameter_count(self, variant: str | None = None) -> int:
+        """Trainable parameters of the default (or given) variant, built on the meta device (no memory)."""
+        with torch.device("meta"):
+            model = self.build_model(variant or self.variants[0], self.classes)
+        return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
     @abstractmethod
     def weight_decay_map(self, model: nn.Module, weight_decay: float) -> dict[str, float]:
@@ -36,4 +50,4 @@ class Task(ABC):
         """Put the data where :meth:`load_data` finds it (once, before any worker starts)."""
 
     @abstractmethod
-    def load_data(self, dataset: str, root: Path, variant: str) -> InMemoryData: ...
+    def load_data(self, dataset: str, root: Path, variant: str) -> Data: ...

@@ -62,7 +62,9 @@ class LeNetMNIST(Task):
         "smoke": {"steps": assumed(300, "smoke tier: a few hundred steps, enough to pass 70% on Fashion-MNIST")},
     }
 
-    def build_model(self, variant, num_classes):
+    def build_model(self, variant, num_classes, **options):
+        if options:
+            raise ValueError(f"model options {sorted(options)}: LeNet has none (no dropout in TernGrad's LeNet)")
         return LeNet(variant, num_classes)
 
     def weight_decay_map(self, model, weight_decay):

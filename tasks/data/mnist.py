@@ -61,7 +61,8 @@ def _scale(kind: str):
 
 
 def load_mnist_format(name: str, root: Path, scaling: str = "pm1") -> InMemoryData:
-    """``name`` is ``mnist`` or ``fashion-mnist``; evaluation uses the 10,000-image test split."""
+    """``name`` is ``mnist`` or ``fashion-mnist``; evaluation uses the 10,000-image test split. No augmentation
+    (TernGrad's lenet_preprocessing has none): a sample's input is a fixed function of its pixels."""
     from torchvision import datasets
 
     if name == "fashion-mnist":
@@ -80,7 +81,8 @@ def load_mnist_format(name: str, root: Path, scaling: str = "pm1") -> InMemoryDa
                               f"{str(exc).splitlines()[0]}{hint}") from exc
     return InMemoryData(
         name=name, train_x=train.data, train_y=train.targets.long(), eval_x=test.data,
-        eval_y=test.targets.long(), num_classes=10, transform=_scale(scaling),
-        provenance={"source": origin, "root": str(root), "format": "IDX via torchvision",
-                    "eval_split": "test", "train_samples": len(train), "eval_samples": len(test)},
+        eval_y=test.targets.long(), num_classes=10, transform=_scale(scaling), input_shape=(1, 28, 28),
+        provenance={"source": origin, "root": str(root), "path": train.raw_folder, "format": "IDX via torchvision",
+                    "eval_split": "test", "synthetic": False, "scaling": scaling,
+                    "train_samples": len(train), "eval_samples": len(test)},
     )
