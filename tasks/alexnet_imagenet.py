@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .families import IMAGENET_TRAIN, ImageNetTask, decay_weights_only, epochs_to_steps
 from .models.alexnet import AlexNetBN
-from .recipe import Cited, assumed
+from .recipe import Cited, assumed, probe_tiers, terngrad_official
 
 TABLE = "TernGrad Table 2"
 SCRIPT = "terngrad run_multi_gpus_alexnet.sh"
@@ -40,27 +40,17 @@ class AlexNetImageNet(ImageNetTask):
         "8-workers": _row(8, 0.04, 1024, 92_500),
     }
     method_defaults = {
-        "terngrad": {
+        "terngrad": {  # Table 2's TernGrad-noclip row: --set method.clip=0
             "model.dropout": Cited(0.2, f"{TABLE}: dropout ratio 0.2 for TernGrad"),
-            "method.clip": Cited(2.5, f"TernGrad Sec. 3.3; {SCRIPT}: CLIP_FACTOR=2.5 (Table 2's noclip row: 0)"),
-            "method.scaler": Cited("std", "official bingrad_common.py: scaler = clip_factor * std when clipping"),
-            "method.scaler_sharing": Cited(True, "TernGrad Eq. 4; official inception_train.py max_scalers"),
-            "method.float_last_layer": Cited(True, "TernGrad Sec. 4.2 (3): no ternarizing in the last layer"),
-            "method.min_size": Cited(9217, f"{SCRIPT}: SIZE_TO_BINARIZE=9217 (biases stay float)"),
-            "method.wd_in_grad": Cited(True, "official _tower_loss: L2 in the loss, so g + wd*w is ternarized"),
-            "method.packing": Cited("2bit", "official ternary_encoder: 2 bits per element"),
+            **terngrad_official(
+                SCRIPT, float_last_layer=Cited(True, "TernGrad Sec. 4.2 (3): no ternarizing in the last layer"),
+                min_size=Cited(9217, f"{SCRIPT}: SIZE_TO_BINARIZE=9217 (biases stay float)")),
         },
         "ssdsgd": {
             "method.local_lr_scale": Cited(4.0, "SSD-SGD alex.sh: lr 0.4, lr-local 1.6"),
         },
     }
-    tiers = {
-        "paper": {},
-        "cpu": {"steps": assumed(200, "CPU tier: a throughput probe, not a training run"),
-                "global_batch": assumed(16, "CPU tier: 8 images per worker for 2 workers")},
-        "smoke": {"steps": assumed(3, "smoke tier: the network runs forward and backward"),
-                  "global_batch": assumed(4, "smoke tier: tiny batch")},
-    }
+    tiers = probe_tiers(cpu_steps=200, cpu_batch=16)
 
     def build_model(self, variant, num_classes, dropout=0.5):
         return AlexNetBN(num_classes, dropout=dropout)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .families import Cifar10Task
 from .models.cifarnet import CifarNet
-from .recipe import Cited, assumed
+from .recipe import Cited, assumed, terngrad_official
 
 SCRIPT = "terngrad run_multi_gpus_cifar10.sh"
 
@@ -41,15 +41,9 @@ class CifarNetCIFAR10(Cifar10Task):
         },
     }
     method_defaults = {
-        "terngrad": {
-            "method.clip": Cited(2.5, f"TernGrad Sec. 3.3; {SCRIPT}: CLIP_FACTOR=2.5"),
-            "method.scaler": Cited("std", "official bingrad_common.py: scaler = clip_factor * std when clipping"),
-            "method.scaler_sharing": Cited(True, "TernGrad Eq. 4; official inception_train.py max_scalers"),
-            "method.float_last_layer": Cited(False, f"{SCRIPT}: QUANTIZE_LOGITS=True (every layer ternarized)"),
-            "method.min_size": Cited(1, f"{SCRIPT}: SIZE_TO_BINARIZE=1"),
-            "method.wd_in_grad": Cited(True, "official _tower_loss: L2 in the loss, so g + wd*w is ternarized"),
-            "method.packing": Cited("2bit", "official ternary_encoder: 2 bits per element"),
-        },
+        "terngrad": terngrad_official(
+            SCRIPT, float_last_layer=Cited(False, f"{SCRIPT}: QUANTIZE_LOGITS=True (every layer ternarized)"),
+            min_size=Cited(1, f"{SCRIPT}: SIZE_TO_BINARIZE=1")),
     }
     tiers = {
         "paper": {},

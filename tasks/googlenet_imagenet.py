@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .families import ImageNetTask, decay_weights_only
 from .models.googlenet import GoogLeNetBN
-from .recipe import Cited, assumed
+from .recipe import Cited, assumed, probe_tiers, terngrad_official
 
 TABLE = "TernGrad Table 3"
 SCRIPT = "terngrad run_multi_gpus_googlenet_quick.sh"
@@ -31,13 +31,9 @@ def _row(workers: int, lr: float, batch: int, iterations: int) -> dict:
 
 _TERNGRAD = {
     "model.dropout": Cited(0.08, f"{TABLE}: dropout ratio 0.08 for TernGrad"),
-    "method.clip": Cited(2.5, "TernGrad Sec. 3.3: c = 2.5 in all experiments"),
-    "method.scaler": Cited("std", "official bingrad_common.py: scaler = clip_factor * std when clipping"),
-    "method.scaler_sharing": Cited(True, "TernGrad Eq. 4; official inception_train.py max_scalers"),
-    "method.float_last_layer": Cited(True, "TernGrad Sec. 4.2 (3); official default: logits not quantized"),
-    "method.min_size": Cited(1, f"{SCRIPT}: SIZE_TO_BINARIZE=1"),
-    "method.wd_in_grad": Cited(True, "official _tower_loss: L2 in the loss, so g + wd*w is ternarized"),
-    "method.packing": Cited("2bit", "official ternary_encoder: 2 bits per element"),
+    **terngrad_official(
+        SCRIPT, float_last_layer=Cited(True, "TernGrad Sec. 4.2 (3); official default: logits not quantized"),
+        min_size=Cited(1, f"{SCRIPT}: SIZE_TO_BINARIZE=1")),
 }
 
 
@@ -50,13 +46,7 @@ class GoogLeNetImageNet(ImageNetTask):
     # random-resized-crop; the colour distortion is not reproduced.
     augment = "resnet"
     recipes = {name: _row(*row[:4]) for name, row in ROWS.items()}
-    tiers = {
-        "paper": {},
-        "cpu": {"steps": assumed(200, "CPU tier: a throughput probe, not a training run"),
-                "global_batch": assumed(16, "CPU tier: 8 images per worker for 2 workers")},
-        "smoke": {"steps": assumed(3, "smoke tier: the network runs forward and backward"),
-                  "global_batch": assumed(4, "smoke tier: tiny batch")},
-    }
+    tiers = probe_tiers(cpu_steps=200, cpu_batch=16)
 
     def method_overlay(self, recipe, method):
         if method != "terngrad":

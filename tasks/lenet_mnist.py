@@ -6,7 +6,7 @@ from pathlib import Path
 from .base import Task
 from .data import load_mnist_format, make_synthetic, provision_fashion_mnist
 from .models import LeNet
-from .recipe import Cited, assumed
+from .recipe import Cited, assumed, terngrad_official
 
 SCRIPT = "terngrad run_multi_gpus_lenet.sh"
 
@@ -46,15 +46,9 @@ class LeNetMNIST(Task):
     }
     # TernGrad as its LeNet results were produced: the official code with run_multi_gpus_lenet.sh.
     method_defaults = {
-        "terngrad": {
-            "method.clip": Cited(2.5, "TernGrad Sec. 3.3: c = 2.5 in all experiments, LeNet included"),
-            "method.scaler": Cited("std", "official bingrad_common.py: scaler = clip_factor * std when clipping"),
-            "method.scaler_sharing": Cited(True, "TernGrad Eq. 4; official inception_train.py max_scalers"),
-            "method.float_last_layer": Cited(False, f"{SCRIPT}: QUANTIZE_LOGITS=True (every layer ternarized)"),
-            "method.min_size": Cited(1, f"{SCRIPT}: SIZE_TO_BINARIZE=1"),
-            "method.wd_in_grad": Cited(True, "official _tower_loss: L2 in the loss, so g + wd*w is ternarized"),
-            "method.packing": Cited("2bit", "official ternary_encoder: 2 bits per element"),
-        },
+        "terngrad": terngrad_official(
+            SCRIPT, float_last_layer=Cited(False, f"{SCRIPT}: QUANTIZE_LOGITS=True (every layer ternarized)"),
+            min_size=Cited(1, f"{SCRIPT}: SIZE_TO_BINARIZE=1")),
     }
     tiers = {
         "paper": {},

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .families import ImageNetTask, decay_weights_only
 from .models.nin import NiN
-from .recipe import Cited, assumed
+from .recipe import Cited, probe_tiers
 
 PAPER = "Threshold paper Sec. 3.1"
 
@@ -31,13 +31,7 @@ class NiNImageNet(ImageNetTask):
             "eval.batch_size": Cited(89, "Caffe model-zoo NiN prototxt: val batch 89"),
         },
     }
-    tiers = {
-        "paper": {},
-        "cpu": {"steps": assumed(200, "CPU tier: a throughput probe, not a training run"),
-                "global_batch": assumed(16, "CPU tier: 2 images per simulated node")},
-        "smoke": {"steps": assumed(3, "smoke tier: the network runs forward and backward"),
-                  "global_batch": assumed(8, "smoke tier: one image per simulated node")},
-    }
+    tiers = probe_tiers(cpu_steps=200, cpu_batch=16)
 
     def build_model(self, variant, num_classes, dropout=0.5):
         return NiN(num_classes, dropout=dropout)

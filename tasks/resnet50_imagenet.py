@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .families import IMAGENET_TRAIN, ImageNetTask, decay_mxnet_style, epochs_to_steps
 from .models.imagenet_zoo import resnet50
-from .recipe import Cited, assumed
+from .recipe import Cited, assumed, probe_tiers
 
 SSD = "SSD-SGD"
 SCRIPT = "SSD-SGD res-imagenet.sh"
@@ -46,13 +46,7 @@ class ResNet50ImageNet(ImageNetTask):
             "method.local_lr_scale": Cited(4.0, f"{SSD} Sec. 4.3: local lr 3.2 / 1.6 for global 0.8 / 0.4"),
         },
     }
-    tiers = {
-        "paper": {},
-        "cpu": {"steps": assumed(100, "CPU tier: a throughput probe, not a training run"),
-                "global_batch": assumed(16, "CPU tier: 8 images per worker for 2 workers")},
-        "smoke": {"steps": assumed(3, "smoke tier: the network runs forward and backward"),
-                  "global_batch": assumed(4, "smoke tier: tiny batch")},
-    }
+    tiers = probe_tiers(cpu_steps=100, cpu_batch=16)
 
     def build_model(self, variant, num_classes, **options):
         if options:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .families import ImageNetTask, decay_mxnet_style
 from .models.imagenet_zoo import vgg11
-from .recipe import Cited, assumed
+from .recipe import Cited, assumed, probe_tiers
 
 SSD = "SSD-SGD"
 
@@ -34,13 +34,7 @@ class VGG11ImageNet(ImageNetTask):
             "method.servers": Cited(4, f"{SSD} Sec. 4.6: 4 parameter servers"),
         },
     }
-    tiers = {
-        "paper": {},
-        "cpu": {"steps": assumed(50, "CPU tier: a throughput probe"),
-                "global_batch": assumed(8, "CPU tier: 4 images per worker for 2 workers")},
-        "smoke": {"steps": assumed(3, "smoke tier: the network runs forward and backward"),
-                  "global_batch": assumed(4, "smoke tier: tiny batch")},
-    }
+    tiers = probe_tiers(cpu_steps=50, cpu_batch=8)
 
     def build_model(self, variant, num_classes, **options):
         if options:
