@@ -25,7 +25,9 @@ def git_state(root: Path = SOURCE_ROOT) -> tuple[str | None, bool | None]:
     try:
         sha = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
                              timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+        # Dirty means the code differs from the commit; records being written under results/ do not count.
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no",
+                                "--", ".", ":(exclude)results"],
                                capture_output=True, text=True, timeout=10, check=True).stdout.strip() != ""
         return sha, dirty
     except (OSError, subprocess.SubprocessError):
