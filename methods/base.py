@@ -66,7 +66,7 @@ class Method(ABC):
                     ema: float = 0.0):
         """The server role of a dist server process: an object with ``step(step, lr)`` and ``send_global()``.
         ``template`` carries the initial weights and the optimizer the servers copy."""
-        raise NotImplementedError(f"method {cls.name} has no parameter-server role")
+        raise TypeError(f"method {cls.name} has no parameter-server role (servers_needed() is 0)")
 
     def eval_weights(self) -> dict[str, torch.Tensor] | None:
         """The weights worker 0 should be evaluated with (global, averaged if ``ema``), or None for its

@@ -3,6 +3,7 @@ the streaming interface's determinism (seed, step, index), its loader workers, a
 from __future__ import annotations
 
 import math
+import os
 import pickle
 
 import numpy as np
@@ -356,7 +357,7 @@ def test_loader_workers_env_var(folder, monkeypatch):
     data = load_imagenet_folder(folder[0], "caffe", crop=32)
     assert [x.shape[0] for x, _ in data.train_stream(iter([(0, torch.tensor([1, 2]))]), 0)] == [2]
     monkeypatch.delenv("COMMBENCH_LOADER_WORKERS")
-    assert 1 <= loader_workers() <= 4
+    assert loader_workers() == min(4, len(os.sched_getaffinity(0)))  # the default: the cores, at most 4
 
 
 def test_missing_or_flat_image_folder_says_what_layout_is_expected(tmp_path):

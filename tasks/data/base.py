@@ -15,6 +15,8 @@ Every data object (:class:`InMemoryData`, :class:`~tasks.data.synthetic.Syntheti
 """
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 import os
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Protocol, Sequence
@@ -45,7 +47,7 @@ def loader_workers() -> int:
     return min(4, cores)
 
 
-class Data:
+class Data(ABC):
     """What every data set offers the training loop (see the module docstring)."""
 
     name: str
@@ -54,18 +56,20 @@ class Data:
     provenance: dict
 
     @property
+    @abstractmethod
     def train_size(self) -> int:
-        raise NotImplementedError
+        ...
 
     @property
+    @abstractmethod
     def eval_size(self) -> int:
-        raise NotImplementedError
+        ...
 
-    def train_batch(self, indices: Sequence[int] | torch.Tensor, step: int = 0, seed: int = 0) -> Batch:
-        raise NotImplementedError
+    @abstractmethod
+    def train_batch(self, indices: Sequence[int] | torch.Tensor, step: int = 0, seed: int = 0) -> Batch: ...
 
-    def eval_batches(self, batch_size: int) -> Iterator[Batch]:
-        raise NotImplementedError
+    @abstractmethod
+    def eval_batches(self, batch_size: int) -> Iterator[Batch]: ...
 
     def train_stream(self, batches: Iterable[tuple[int, torch.Tensor]], seed: int, *,
                      num_workers: int | None = None) -> Iterator[Batch]:
