@@ -51,9 +51,7 @@ class Baseline(Method):
 
     def step(self, grads, lr, step):
         if self.ps is not None:
-            for worker, g in zip(self.workers, grads):
-                self.ps.push(worker.rank, g)
-            self.ps.serve_step(lr, answer_pull=True)
+            self.ps.push_all(self.workers, grads, lr, answer_pull=True)
             for worker in self.workers:
                 self.ps.pull(worker.rank, worker.params)
             return

@@ -157,6 +157,13 @@ class ParameterServer:
             if self._pieces(server):
                 self._sends.append(self.comm.isend(gather_pieces(grads, self._pieces(server)), rank, server))
 
+    def push_all(self, workers, grads, lr: float, answer_pull: bool) -> None:
+        """Every local worker pushes; then the servers that live here (all under sim, none in a dist worker)
+        apply the step and, if the workers pull now, send the weights back."""
+        for worker, g in zip(workers, grads):
+            self.push(worker.rank, g)
+        self.serve_step(lr, answer_pull)
+
     def pull(self, rank: int, into: Mapping[str, torch.Tensor], control: bool = False) -> None:
         """Worker ``rank`` receives every server's weights and writes them into ``into`` (w' = w)."""
         self.wait_sends()

@@ -28,9 +28,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .averaging import MovingAverage
 from .base import Method
-from .ps import ParameterServer, ServerRole
+from .ps import ParameterServer, Piece, ServerRole, ServerShard, scatter_pieces
 
 LOCAL_RULES = ("glu", "glu_code", "sgd", "dcasgd", "none")
 TOPOLOGIES = ("ps", "allreduce")
@@ -83,15 +82,6 @@ class LocalState:
     mean_square: dict[str, torch.Tensor] = field(default_factory=dict)
 
 
-class GlobalCopy:
-    """The allreduce topology's replica of the servers' state on one worker: weights, optimizer, average."""
-
-    def __init__(self, params: dict[str, torch.Tensor], optimizer: torch.optim.Optimizer, ema: float):
-        self.weights = {n: p.detach().clone() for n, p in params.items()}
-        self.optimizer = type(optimizer)(list(self.weights.values()), **optimizer.defaults)
-        self.average = MovingAverage(self.weights, ema) if ema else None
-
-
 class SSDSGD(Method):
     name = "ssdsgd"
     summary = "SSD-SGD: push every step, pull every k steps, local GLU updates between pulls"
@@ -108,7 +98,11 @@ class SSDSGD(Method):
                                       params.servers, self.ema)
         else:
             self.ps = None
-            self.replicas = {w.rank: GlobalCopy(w.params, w.optimizer, self.ema if i == 0 else 0.0)
+            # Each worker's replica of the servers' state: one server shard holding every tensor whole, so
+            # the replica updates with the servers' own arithmetic. Worker 0's also keeps the eval average.
+            whole = [Piece(n, 0, t.numel()) for n, t in template.params.items()]
+            self.replicas = {w.rank: ServerShard(w.rank, whole, w.params, w.optimizer, self.weight_decay,
+                                                 comm.world_size, self.ema if i == 0 else 0.0)
                              for i, w in enumerate(self.workers)}
             self.pending: list[tuple] = []  # (allreduce handle, lr) of pushes not yet applied
 
@@ -126,9 +120,7 @@ class SSDSGD(Method):
         p = self.params
         pull = pulls_at(step, p.warmup, p.k)
         if self.ps is not None:
-            for worker, g in zip(self.workers, grads):
-                self.ps.push(worker.rank, g)
-            self.ps.serve_step(lr, pull)  # the servers that live here (all under sim; none in a dist worker)
+            self.ps.push_all(self.workers, grads, lr, answer_pull=pull)
         else:
             self.pending.append((self.comm.allreduce_async([self.flatten(g) for g in grads]), lr))
         if step > p.warmup and p.local_rule != "none":
@@ -140,26 +132,15 @@ class SSDSGD(Method):
                     self.ps.pull(worker.rank, worker.params)
                 else:
                     self.apply_pending()
-                    with torch.no_grad():
-                        for n, param in worker.params.items():
-                            param.copy_(self.replicas[worker.rank].weights[n])
+                    replica = self.replicas[worker.rank]
+                    scatter_pieces(replica.message(), replica.pieces, worker.params)
 
     def apply_pending(self) -> None:
-        """Allreduce topology: wait for the pushes in flight and apply them, in order, to every replica."""
-        n = self.comm.world_size
+        """Allreduce topology: wait for the pushes in flight and apply them, in order, to every replica (the
+        allreduce already summed them: the replica averages one "push", the sum)."""
         for handle, lr in self.pending:
-            totals = handle.wait()
-            for worker, total in zip(self.workers, totals):
-                replica = self.replicas[worker.rank]
-                mean = self.unflatten(total / n, replica.weights)
-                for name, w in replica.weights.items():
-                    wd = self.weight_decay.get(name, 0.0)
-                    w.grad = mean[name].add(w, alpha=wd) if wd else mean[name]
-                for group in replica.optimizer.param_groups:
-                    group["lr"] = lr
-                replica.optimizer.step()
-                if replica.average:
-                    replica.average.update()
+            for worker, total in zip(self.workers, handle.wait()):
+                self.replicas[worker.rank].apply([total], lr)
         self.pending.clear()
 
     # -- local rules ------------------------------------------------------------------------------------
@@ -204,7 +185,9 @@ class SSDSGD(Method):
             return self.ps.fetch_global(self.workers[0].rank)
         self.apply_pending()  # what the servers would hold now; the local weights are not touched
         replica = self.replicas[self.workers[0].rank]
-        return {n: t.clone() for n, t in (replica.average.shadow if replica.average else replica.weights).items()}
+        out = {n: torch.empty_like(t) for n, t in self.workers[0].params.items()}
+        scatter_pieces(replica.message(averaged=True), replica.pieces, out)
+        return out
 
     def state_dict(self):
         state = {"local": {r: {"updates": s.updates, "previous": s.previous, "mean_square": s.mean_square}
@@ -213,9 +196,7 @@ class SSDSGD(Method):
             state["servers"] = self.ps.state_dict()
         else:
             self.apply_pending()
-            state["replicas"] = {r: {"weights": c.weights, "optimizer": c.optimizer.state_dict(),
-                                     "average": c.average.state_dict() if c.average else None}
-                                 for r, c in self.replicas.items()}
+            state["replicas"] = {r: c.state_dict() for r, c in self.replicas.items()}
         return state
 
 
