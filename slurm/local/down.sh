@@ -13,7 +13,8 @@
 # gone, 1 if one survived SIGKILL. Must run as root.
 set -euo pipefail
 
-STATE_DIR=${COMMBENCH_SLURM_STATE:-/run/commbench-slurm}
+# shellcheck source-path=SCRIPTDIR source=common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 STOP_WAIT=${COMMBENCH_SLURM_STOP_WAIT:-20}
 DAEMONS=(slurmd slurmctld slurmdbd mariadbd munged)
 
@@ -35,19 +36,7 @@ if [[ -z ${COMMBENCH_SLURM_LOCKED:-} ]]; then
   flock -w 120 9 || { echo "down.sh: error: another up.sh/down.sh holds $STATE_DIR/lock" >&2; exit 1; }
 fi
 
-now() { date +%s.%N; }
-since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
 
-# True when PID is a live (not zombie) process running binary EXE.
-pid_runs() {
-  local pid=$1 exe=$2 cur stat
-  [[ $pid =~ ^[0-9]+$ ]] || return 1
-  cur=$(readlink "/proc/$pid/exe" 2>/dev/null) || return 1
-  [[ ${cur% (deleted)} == "$exe" ]] || return 1
-  read -r stat 2>/dev/null <"/proc/$pid/stat" || return 1
-  stat=${stat##*) }
-  [[ ${stat%% *} != Z ]]
-}
 
 # True while PID exists and is not a zombie (whatever it runs): used after we signalled it.
 pid_alive() {

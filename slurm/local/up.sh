@@ -27,7 +27,8 @@
 # the tail of its log), 2 on bad usage. Must run as root.
 set -euo pipefail
 
-STATE_DIR=${COMMBENCH_SLURM_STATE:-/run/commbench-slurm}
+# shellcheck source-path=SCRIPTDIR source=common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 WAIT_S=${COMMBENCH_SLURM_WAIT:-30}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 PACKAGES=(munge slurmctld slurmd slurm-client slurmdbd mariadb-server)
@@ -51,8 +52,6 @@ done
 [[ $EUID -eq 0 ]] || die "must run as root"
 [[ $WAIT_S =~ ^[0-9]+$ ]] || die "COMMBENCH_SLURM_WAIT must be a whole number of seconds"
 
-now() { date +%s.%N; }
-since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
 
 # --- one lock for up.sh/down.sh ------------------------------------------------------------------
 mkdir -p "$STATE_DIR"
@@ -116,18 +115,7 @@ declare -A LOG=(
   [slurmd]=/var/log/slurm/slurmd.log
 )
 
-# True when PID is a live (not zombie) process running binary EXE.
-pid_runs() {
-  local pid=$1 exe=$2 cur stat
-  [[ $pid =~ ^[0-9]+$ ]] || return 1
-  cur=$(readlink "/proc/$pid/exe" 2>/dev/null) || return 1
-  [[ ${cur% (deleted)} == "$exe" ]] || return 1
-  read -r stat 2>/dev/null <"/proc/$pid/stat" || return 1
-  stat=${stat##*) }
-  [[ ${stat%% *} != Z ]]
-}
 
-read_pid() { local pid=""; if [[ -r $1 ]]; then read -r pid 2>/dev/null <"$1" || true; fi; echo "${pid//[^0-9]/}"; }
 
 # PID of a running instance of daemon D: our record, else its pid file, else any process whose
 # /proc/PID/exe is its binary (one `find` over /proc, never a match on process names).
