@@ -1,13 +1,32 @@
 """Run a function on several real gloo processes from a test, failing fast when one of them breaks."""
 from __future__ import annotations
 
+import io
 import queue as queue_module
 import time
 
 import pytest
+import torch
 import torch.multiprocessing as mp
 
 from bench.launch.local import free_port
+
+
+class _BytesQueue:
+    """Puts what a worker returns as torch.save bytes: a tensor on a torch.multiprocessing queue is shared
+    through its sender's file descriptors, which vanish if the worker exits before the parent reads it."""
+
+    def __init__(self, queue):
+        self.queue = queue
+
+    def put(self, item) -> None:
+        buffer = io.BytesIO()
+        torch.save(item, buffer)
+        self.queue.put(buffer.getvalue())
+
+
+def _as_bytes(target, rank: int, port: int, queue) -> None:
+    target(rank, port, _BytesQueue(queue))
 
 
 def spawn(target, world: int, timeout_s: float = 120) -> dict[int, object]:
@@ -17,7 +36,7 @@ def spawn(target, world: int, timeout_s: float = 120) -> dict[int, object]:
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
     port = free_port()
-    procs = [ctx.Process(target=target, args=(r, port, queue)) for r in range(world)]
+    procs = [ctx.Process(target=_as_bytes, args=(target, r, port, queue)) for r in range(world)]
     for p in procs:
         p.start()
     deadline = time.monotonic() + timeout_s
@@ -25,7 +44,7 @@ def spawn(target, world: int, timeout_s: float = 120) -> dict[int, object]:
         results = {}
         while len(results) < world:
             try:
-                rank, result = queue.get(timeout=1.0)
+                rank, result = torch.load(io.BytesIO(queue.get(timeout=1.0)), weights_only=False)
             except queue_module.Empty:
                 dead = [r for r, p in enumerate(procs) if p.exitcode not in (None, 0) and r not in results]
                 if dead:
