@@ -105,7 +105,7 @@ KEYS: dict[str, Callable[[str, Any], Any]] = {
     "weight_decay": _float(0), "ema": _float(0, 1),
     "eval.every": _int(0), "eval.batch_size": _int(1),
     "device": _choice("auto", "cpu", "cuda"), "threads": _opt_int(1), "fail_at_step": _opt_int(0),
-    "deterministic": _bool,
+    "deterministic": _bool, "checkpoint.every": _int(0), "step_sleep_s": _float(0, 60),
 }
 
 # Defaults that hold for every task unless its recipe says otherwise (each with its reason).
@@ -128,10 +128,12 @@ GENERIC: dict[str, Cited] = {
     "threads": Cited(None, "harness default: the machine's cores split among local workers"),
     "fail_at_step": Cited(None, "harness default: off (testing aid)"),
     "deterministic": Cited(False, "harness default"),
+    "checkpoint.every": Cited(0, "harness default: checkpoint only when a stop signal (SIGUSR1/2) asks"),
+    "step_sleep_s": Cited(0.0, "harness default: off (testing aid: a slow step, to meet a time limit)"),
 }
 
 # Settings that change how a run executes but not what it computes: left out of the run id.
-NOT_IN_ID = ("data_root", "threads", "sources", "overrides")
+NOT_IN_ID = ("data_root", "threads", "sources", "overrides", "checkpoint_every", "step_sleep_s")
 # Fields added after the first records were made: out of the id while empty (see RunConfig.model_options).
 ADDED_EMPTY = ("model_options",)
 
@@ -168,6 +170,8 @@ class RunConfig:
     model_options: dict = field(default_factory=dict)
     sources: dict = field(default_factory=dict)    # key -> where its value came from
     overrides: dict = field(default_factory=dict)  # key -> {"paper": v, "used": v, "by": ...}
+    checkpoint_every: int = 0  # steps between checkpoints; 0: only when a stop signal asks
+    step_sleep_s: float = 0.0  # testing aid: sleep after every step (a run long enough to meet a time limit)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -305,6 +309,7 @@ def resolve(settings: Mapping[str, Any]) -> RunConfig:
         method_params=method_params, device=values["device"], threads=values["threads"],
         deterministic=values["deterministic"], fail_at_step=values["fail_at_step"],
         data_root=values.get("data_root"), sources=sources, overrides=overrides,
+        checkpoint_every=values["checkpoint.every"], step_sleep_s=values["step_sleep_s"],
         model_options={k.split(".", 1)[1]: values[k] for k in ("model.dropout",) if values.get(k) is not None},
     )
 

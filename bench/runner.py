@@ -9,6 +9,7 @@ from pathlib import Path
 from methods.comm import SimCommunicator
 from tasks import TASKS
 
+from .checkpoint import Checkpoints, stop_signals
 from .config import ConfigError, RunConfig
 from .launch.local import launch_local
 from .progress import Progress
@@ -20,8 +21,13 @@ from .train import Outcome, run_rank, server_count, train
 @dataclass
 class RunResult:
     record: dict
-    path: Path | None  # None on a dist rank other than 0 under an outside launcher
+    path: Path | None  # None on a dist rank other than 0 under an outside launcher, or when interrupted
     skipped: bool = False
+    interrupted: Outcome | None = None  # stopped by a signal with a checkpoint saved (see resumable)
+
+
+def checkpoint_dir(out: Path, run_id: str) -> Path:
+    return Path(out) / "checkpoints" / run_id
 
 
 def under_outside_launcher() -> bool:
@@ -35,42 +41,52 @@ def one_line(exc: BaseException) -> str:
 
 
 def execute(cfg: RunConfig, out: Path, *, force: bool = False, save_weights: bool = False,
-            show_progress: bool = True) -> RunResult:
-    """Run ``cfg`` unless its record already says done (or ``force``). Always leaves a record."""
+            show_progress: bool = True, resumable: bool = False) -> RunResult:
+    """Run ``cfg`` unless its record already says done (or ``force``). Always leaves a record, except when
+    ``resumable`` (a Slurm job that will be requeued) and a stop signal interrupted the run.
+
+    A run resumes from its checkpoint (``OUT/checkpoints/<run_id>``) if one is there; ``force`` starts over."""
     out = Path(out)
     existing = read_record(out, cfg.run_id)
     if existing is not None and existing.get("status") == "done" and not force:
         return RunResult(existing, out / "runs" / f"{cfg.run_id}.json", skipped=True)
     servers = server_count(cfg)
-    if cfg.backend == "dist" and under_outside_launcher() and int(os.environ["WORLD_SIZE"]) != cfg.workers + servers:
+    outside = cfg.backend == "dist" and under_outside_launcher()
+    if outside and int(os.environ["WORLD_SIZE"]) != cfg.workers + servers:
         raise ConfigError(f"workers: {cfg.workers} (+ {servers} parameter servers), but the outside launcher "
                           f"started {os.environ['WORLD_SIZE']} processes")
+    ckpt_dir = checkpoint_dir(out, cfg.run_id)
+    if force and (not outside or os.environ["RANK"] == "0"):
+        Checkpoints(ckpt_dir).remove()
 
     started_at, t0, code = now(), time.perf_counter(), git_state()
-    quiet_rank = under_outside_launcher() and os.environ["RANK"] != "0"
+    quiet_rank = outside and os.environ["RANK"] != "0"
     progress = Progress(cfg.run_id, cfg.steps, enabled=show_progress and not quiet_rank)
     status, error, outcome = "failed", None, None
     world = {"world_size": cfg.workers, "dist_backend": None}
     root = Path(cfg.data_root or "data")
     try:
-        TASKS[cfg.task].prepare_data(cfg.dataset, root)
-        if cfg.backend == "sim":
-            outcome = train(cfg, SimCommunicator(cfg.workers, num_servers=servers), report=progress.update,
-                            keep_weights=save_weights)
-        elif under_outside_launcher():
-            from methods.comm import make_dist_communicator
+        with stop_signals():
+            TASKS[cfg.task].prepare_data(cfg.dataset, root)
+            if cfg.backend == "sim":
+                outcome = train(cfg, SimCommunicator(cfg.workers, num_servers=servers), report=progress.update,
+                                keep_weights=save_weights,
+                                checkpoints=Checkpoints(ckpt_dir, cfg.checkpoint_every, poll=1))
+            elif outside:
+                from methods.comm import make_dist_communicator
 
-            comm = make_dist_communicator(num_servers=servers)
-            try:
-                world = {"world_size": comm.world_size, "dist_backend": comm.backend}
-                outcome = run_rank(cfg, comm, report=progress.update, keep_weights=save_weights)
-            finally:
-                comm.close()
-            if outcome is None:  # not rank 0: rank 0 writes the record
-                return RunResult({}, None)
-        else:
-            outcome, world = launch_local(cfg, out / "logs" / cfg.run_id, report=progress.update,
-                                          save_weights=save_weights)
+                comm = make_dist_communicator(num_servers=servers)
+                try:
+                    world = {"world_size": comm.world_size, "dist_backend": comm.backend}
+                    outcome = run_rank(cfg, comm, report=progress.update, keep_weights=save_weights,
+                                       checkpoint_dir=ckpt_dir)
+                finally:
+                    comm.close()
+                if outcome is None:  # not rank 0: rank 0 writes the record
+                    return RunResult({}, None)
+            else:
+                outcome, world = launch_local(cfg, out / "logs" / cfg.run_id, report=progress.update,
+                                              save_weights=save_weights, checkpoint_dir=ckpt_dir)
         status = outcome.status
     except KeyboardInterrupt:
         progress.close()
@@ -79,7 +95,15 @@ def execute(cfg: RunConfig, out: Path, *, force: bool = False, save_weights: boo
     except Exception as exc:  # the run failed: say why in the record
         error = one_line(exc)
     progress.close()
-    return _store(cfg, out, status, error, outcome, world, (started_at, t0, code), save_weights)
+    if status == "interrupted":
+        if resumable:
+            return RunResult({}, None, interrupted=outcome)
+        status, error = "failed", (f"stopped by {outcome.stopped_by} at step {outcome.metrics['steps']} of "
+                                   f"{cfg.steps}; checkpoint saved in {ckpt_dir}: run it again to resume")
+    result = _store(cfg, out, status, error, outcome, world, (started_at, t0, code), save_weights)
+    if result.record["status"] in ("done", "diverged"):
+        Checkpoints(ckpt_dir).remove()
+    return result
 
 
 def _store(cfg: RunConfig, out: Path, status: str, error: str | None, outcome: Outcome | None, world: dict,
@@ -89,6 +113,8 @@ def _store(cfg: RunConfig, out: Path, status: str, error: str | None, outcome: O
     wall_s = time.perf_counter() - t0
     device = "cuda" if (cfg.device == "cuda" or (cfg.device == "auto" and _cuda())) else "cpu"
     env = collect_env(world["world_size"], world["dist_backend"], device, started_at, server_count(cfg), code)
+    if outcome is not None and outcome.resumed_at:
+        env["resumed_at_steps"] = outcome.resumed_at
     metrics = {**EMPTY_METRICS, **(outcome.metrics if outcome else {}), "wall_s": wall_s}
     record = make_record(cfg.run_id, status if error is None else "failed", error, cfg.to_dict(), env,
                          metrics, outcome.history if outcome else [], outcome.data if outcome else None)

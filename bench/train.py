@@ -24,6 +24,7 @@ from methods import METHODS, Worker
 from methods.comm import Communicator
 from tasks import TASKS
 
+from .checkpoint import Checkpoints, capture_rng, restore_rng
 from .config import RunConfig
 from .optim import EMA, lr_at, make_optimizer
 
@@ -35,11 +36,28 @@ REPORT_EVERY_S = 1.0  # progress between history points, so long runs show life 
 class Outcome:
     """What a run produced, held by the process of worker 0."""
 
-    status: str  # done | diverged
+    status: str  # done | diverged | interrupted (a stop signal: checkpoint saved, the run resumes from it)
     metrics: dict
     history: list[dict]
     data: dict
     weights: dict | None = field(default=None, repr=False)
+    stopped_by: str | None = None  # interrupted: the signal
+    resumed_at: list[int] = field(default_factory=list)  # steps this run was resumed from
+
+
+@dataclass
+class Loop:
+    """The training loop's own running state: what a checkpoint keeps beside models and method."""
+
+    done: int = 0
+    history: list[dict] = field(default_factory=list)
+    train_s: float = 0.0
+    top1: float | None = None
+    top5: float | None = None
+    mean_loss: float = float("nan")
+    loss_sum: float = 0.0  # since the last log point, this process's workers
+    loss_count: int = 0
+    resumed_at: list[int] = field(default_factory=list)
 
 
 def derive_seed(*parts: int) -> int:
@@ -136,8 +154,11 @@ def final_totals(cfg: RunConfig, comm: Communicator) -> torch.Tensor:
 
 
 def train(cfg: RunConfig, comm: Communicator, report: Reporter | None = None,
-          keep_weights: bool = False) -> Outcome | None:
-    """Run ``cfg`` for the local workers of ``comm``. Returns the outcome where worker 0 lives, else None."""
+          keep_weights: bool = False, checkpoints: Checkpoints | None = None) -> Outcome | None:
+    """Run ``cfg`` for the local workers of ``comm``. Returns the outcome where worker 0 lives, else None.
+
+    With ``checkpoints``, resume from the checkpoint in force (if any), save every ``checkpoints.every``
+    steps, and on a stop signal save and return an ``interrupted`` outcome."""
     set_threads(cfg)
     device = pick_device(cfg, comm)
     task = TASKS[cfg.task]
@@ -179,20 +200,40 @@ def train(cfg: RunConfig, comm: Communicator, report: Reporter | None = None,
     evals, stride = eval_steps(cfg), log_stride(cfg)
     per_worker = cfg.batch_per_worker
 
+    loop = Loop()
+    saved = checkpoints.load() if checkpoints else None
+    if saved is not None:
+        for model, worker, state in zip(models, workers, saved["workers"]):
+            model.load_state_dict(state["model"])
+            worker.optimizer.load_state_dict(state["optimizer"])
+        method.load_state_dict(saved["method"])
+        if ema:
+            ema.load_state_dict(saved["ema"])
+        comm.ledger.load_state_dict(saved["ledger"])
+        rng_states = restore_rng(saved["rng"])
+        loop = Loop(**saved["loop"])
+        loop.resumed_at.append(loop.done)
+
+    def snapshot() -> dict:
+        return {"workers": [{"model": m.state_dict(), "optimizer": w.optimizer.state_dict()}
+                            for m, w in zip(models, workers)],
+                "method": method.state_dict(), "ema": ema.state_dict() if ema else None,
+                "ledger": comm.ledger.state_dict(), "rng": capture_rng(rng_states), "loop": vars(loop)}
+
     # One stream of training batches per local worker: worker i's slice of each step's global batch. Each has
-    # its own GlobalBatches, so streams that read ahead do not evict each other's epoch permutation.
+    # its own GlobalBatches, so streams that read ahead do not evict each other's epoch permutation. A resumed
+    # run starts the streams at its step: indices and augmentation depend on (seed, step, sample) alone.
     def worker_batches(rank: int):
         batches = GlobalBatches(data.train_size, cfg.global_batch, cfg.seed)
         return ((step, batches.indices(step)[rank * per_worker:(rank + 1) * per_worker])
-                for step in range(cfg.steps))
+                for step in range(loop.done, cfg.steps))
 
     streams = {r: data.train_stream(worker_batches(r), cfg.seed) for r in comm.local_ranks}
 
-    history: list[dict] = []
-    status, train_s, done, top1, top5, mean_loss = "done", 0.0, 0, None, None, float("nan")
-    loss_sum, loss_count = torch.zeros((), dtype=torch.float64, device=device), 0
+    status, stopped_by = "done", None
+    loss_sum = torch.tensor(loop.loss_sum, dtype=torch.float64, device=device)
     last_report = time.monotonic()
-    for step in range(cfg.steps):
+    for step in range(loop.done, cfg.steps):
         if cfg.fail_at_step is not None and step == cfg.fail_at_step and cfg.workers - 1 in comm.local_ranks:
             raise RuntimeError(f"fail_at_step={step}: worker {cfg.workers - 1} fails on purpose")
         t0 = time.perf_counter()
@@ -209,54 +250,65 @@ def train(cfg: RunConfig, comm: Communicator, report: Reporter | None = None,
                 rng_states[worker.rank] = get_rng()
             grads.append({n: p.grad for n, p in worker.params.items()})
             loss_sum += loss.detach()
-            loss_count += 1
+            loop.loss_count += 1
         method.step(grads, lr_at(cfg.lr_schedule, step, cfg.steps), step)
         if ema:
             ema.update(models[0])
-        train_s += time.perf_counter() - t0
-        done = step + 1
+        if cfg.step_sleep_s:
+            time.sleep(cfg.step_sleep_s)
+        loop.train_s += time.perf_counter() - t0
+        loop.done = done = step + 1
 
-        if not is_log_point(done, stride, evals):
-            if report and time.monotonic() - last_report >= REPORT_EVERY_S:  # this process's loss, no sync
-                last_report = time.monotonic()
-                report(done, cfg.steps, loss_sum.item() / max(1, loss_count))
-            continue
-        # Log point: agree across processes on the loss, divergence and bytes (uncounted control channel).
-        totals = comm.control_sum(torch.tensor([loss_sum.item(), loss_count,
-                                                comm.ledger.total_sent(cfg.workers),
-                                                comm.ledger.total_received(cfg.workers)], dtype=torch.float64))
-        mean_loss = totals[0].item() / max(1.0, totals[1].item())
-        loss_sum.zero_()
-        loss_count = 0
-        point = {"step": done, "train_loss": mean_loss, "top1": None, "bytes_sent": int(totals[2].item()),
-                 "lr": lr_at(cfg.lr_schedule, step, cfg.steps)}
-        if not math.isfinite(mean_loss):
-            status = "diverged"
-            history.append(point)
-            break
-        if done in evals and holds_rank0:
-            model = models[0]
-            if ema:
-                eval_model.load_state_dict(models[0].state_dict())
-                ema.apply_to(eval_model)
-                model = eval_model
-            elif method.has_global_weights:  # the servers' weights; buffers (BN statistics) are worker 0's
-                eval_model.load_state_dict({**models[0].state_dict(), **method.eval_weights()})
-                model = eval_model
-            top1, top5 = evaluate(model, data, cfg.eval["batch_size"], device)
-            point["top1"], point["top5"] = top1, top5
-        history.append(point)
-        if report:
-            report(done, cfg.steps, mean_loss)
+        if is_log_point(done, stride, evals):
+            # Agree across processes on the loss, divergence and bytes (uncounted control channel).
+            totals = comm.control_sum(torch.tensor([loss_sum.item(), loop.loss_count,
+                                                    comm.ledger.total_sent(cfg.workers),
+                                                    comm.ledger.total_received(cfg.workers)], dtype=torch.float64))
+            loop.mean_loss = totals[0].item() / max(1.0, totals[1].item())
+            loss_sum.zero_()
+            loop.loss_count = 0
+            point = {"step": done, "train_loss": loop.mean_loss, "top1": None, "bytes_sent": int(totals[2].item()),
+                     "lr": lr_at(cfg.lr_schedule, step, cfg.steps)}
+            if not math.isfinite(loop.mean_loss):
+                status = "diverged"
+                loop.history.append(point)
+                break
+            if done in evals and holds_rank0:
+                model = models[0]
+                if ema:
+                    eval_model.load_state_dict(models[0].state_dict())
+                    ema.apply_to(eval_model)
+                    model = eval_model
+                elif method.has_global_weights:  # the servers' weights; buffers (BN statistics) are worker 0's
+                    eval_model.load_state_dict({**models[0].state_dict(), **method.eval_weights()})
+                    model = eval_model
+                loop.top1, loop.top5 = evaluate(model, data, cfg.eval["batch_size"], device)
+                point["top1"], point["top5"] = loop.top1, loop.top5
+            loop.history.append(point)
+            if report:
+                report(done, cfg.steps, loop.mean_loss)
+        elif report and time.monotonic() - last_report >= REPORT_EVERY_S:  # this process's loss, no sync
+            last_report = time.monotonic()
+            report(done, cfg.steps, loss_sum.item() / max(1, loop.loss_count))
+
+        if checkpoints and checkpoints.sync_point(done, cfg.steps):
+            save, stopped_by = checkpoints.decide(done, comm)
+            if save:
+                loop.loss_sum = loss_sum.item()
+                checkpoints.save(done, snapshot(), comm)
+            if stopped_by:
+                status = "interrupted"
+                break
 
     for stream in streams.values():  # stops loader worker processes, if any
         getattr(stream, "close", lambda: None)()
     totals = final_totals(cfg, comm)
     if not holds_rank0:
         return None
+    done, train_s = loop.done, loop.train_s
     metrics = {
-        "top1": top1 if status == "done" else None, "top5": top5 if status == "done" else None,
-        "final_train_loss": mean_loss, "steps": done, "samples_seen": done * cfg.global_batch,
+        "top1": loop.top1 if status == "done" else None, "top5": loop.top5 if status == "done" else None,
+        "final_train_loss": loop.mean_loss, "steps": done, "samples_seen": done * cfg.global_batch,
         "train_s": train_s, "images_per_s": done * cfg.global_batch / train_s if train_s > 0 else None,
         "bytes_sent": int(totals[0].item()), "bytes_received": int(totals[1].item()),
         **({"server_bytes_sent": int(totals[2].item()), "server_bytes_received": int(totals[3].item())}
@@ -270,14 +322,15 @@ def train(cfg: RunConfig, comm: Communicator, report: Reporter | None = None,
     provenance = {"dataset": cfg.dataset, "synthetic": cfg.dataset == "synthetic",
                   "substitute_for": task.paper_dataset if cfg.dataset != task.paper_dataset else None,
                   **data.provenance}
-    return Outcome(status, metrics, history, provenance, weights)
+    return Outcome(status, metrics, loop.history, provenance, weights, stopped_by, loop.resumed_at)
 
 
-def serve(cfg: RunConfig, comm: Communicator) -> None:
+def serve(cfg: RunConfig, comm: Communicator, checkpoints: Checkpoints | None = None) -> None:
     """A parameter-server process of a dist run: the servers' side of every step, in the workers' rhythm.
 
     It meets the workers on the control channel at the same log points (so it stops with them when a run
-    diverges) and sends worker 0 the global weights at each evaluation."""
+    diverges) and sync points (so it saves its shard with their checkpoint), and sends worker 0 the global
+    weights at each evaluation."""
     set_threads(cfg)
     task = TASKS[cfg.task]
     data = task.load_data(cfg.dataset, Path(cfg.data_root or "data"), cfg.model_variant)
@@ -290,25 +343,42 @@ def serve(cfg: RunConfig, comm: Communicator) -> None:
     role = method_cls.make_server(comm, params, holder, task.weight_decay_map(template, cfg.weight_decay),
                                   ema=cfg.ema)
     del data
+    start = 0
+    saved = checkpoints.load() if checkpoints else None
+    if saved is not None:
+        role.load_state_dict(saved["role"])
+        comm.ledger.load_state_dict(saved["ledger"])
+        start = saved["step"]
     evals, stride = eval_steps(cfg), log_stride(cfg)
-    for step in range(cfg.steps):
+    for step in range(start, cfg.steps):
         role.step(step, lr_at(cfg.lr_schedule, step, cfg.steps))
         done = step + 1
-        if not is_log_point(done, stride, evals):
-            continue
-        totals = comm.control_sum(torch.zeros(4, dtype=torch.float64))
-        if not math.isfinite(totals[0].item() / max(1.0, totals[1].item())):
-            break
-        if done in evals:
-            role.send_global()
+        if is_log_point(done, stride, evals):
+            totals = comm.control_sum(torch.zeros(4, dtype=torch.float64))
+            if not math.isfinite(totals[0].item() / max(1.0, totals[1].item())):
+                break
+            if done in evals:
+                role.send_global()
+        if checkpoints and checkpoints.sync_point(done, cfg.steps):
+            save, stopped_by = checkpoints.decide(done, comm)
+            if save:
+                checkpoints.save(done, {"step": done, "role": role.state_dict(),
+                                        "ledger": comm.ledger.state_dict()}, comm)
+            if stopped_by:
+                break
     role.close()
     final_totals(cfg, comm)
 
 
 def run_rank(cfg: RunConfig, comm: Communicator, report: Reporter | None = None,
-             keep_weights: bool = False) -> Outcome | None:
+             keep_weights: bool = False, checkpoint_dir: Path | None = None) -> Outcome | None:
     """What one dist process does: serve, if its rank is a parameter server's, else train."""
-    if comm.local_servers and not comm.local_ranks:
-        serve(cfg, comm)
+    serves = bool(comm.local_servers and not comm.local_ranks)
+    checkpoints = None
+    if checkpoint_dir is not None:
+        rank = comm.local_servers[0] if serves else comm.local_ranks[0]
+        checkpoints = Checkpoints(Path(checkpoint_dir), cfg.checkpoint_every, key=f"rank{rank}", writer=rank == 0)
+    if serves:
+        serve(cfg, comm, checkpoints)
         return None
-    return train(cfg, comm, report=report, keep_weights=keep_weights)
+    return train(cfg, comm, report=report, keep_weights=keep_weights, checkpoints=checkpoints)

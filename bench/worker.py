@@ -28,6 +28,7 @@ def main(run_dir: str) -> int:
     spec = json.loads((run / "config.json").read_text())
     from methods.comm import make_dist_communicator
 
+    from .checkpoint import stop_signals
     from .config import RunConfig
     from .records import atomic_write
     from .train import run_rank, server_count
@@ -39,7 +40,9 @@ def main(run_dir: str) -> int:
 
     comm = make_dist_communicator(num_servers=server_count(cfg))
     try:
-        outcome = run_rank(cfg, comm, report=report, keep_weights=spec.get("save_weights", False))
+        with stop_signals():
+            outcome = run_rank(cfg, comm, report=report, keep_weights=spec.get("save_weights", False),
+                               checkpoint_dir=Path(spec["checkpoint_dir"]) if spec.get("checkpoint_dir") else None)
         if outcome is not None:
             if outcome.weights is not None:
                 import torch
@@ -47,7 +50,8 @@ def main(run_dir: str) -> int:
                 torch.save(outcome.weights, run / "weights.pt")
             atomic_write(run / "result.json", json.dumps(
                 {"status": outcome.status, "metrics": outcome.metrics, "history": outcome.history,
-                 "data": outcome.data, "world_size": comm.world_size, "dist_backend": comm.backend}))
+                 "data": outcome.data, "world_size": comm.world_size, "dist_backend": comm.backend,
+                 "stopped_by": outcome.stopped_by, "resumed_at": outcome.resumed_at}))
     finally:
         comm.close()
     return 0

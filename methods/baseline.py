@@ -49,6 +49,13 @@ class Baseline(Method):
         ps = ParameterServer(comm, template.params, template.optimizer, weight_decay, params.servers)
         return ServerRole(ps, lambda step: True, answers_eval=False)
 
+    def state_dict(self):
+        return {"servers": self.ps.state_dict()} if self.ps is not None else {}
+
+    def load_state_dict(self, state):
+        if self.ps is not None:
+            self.ps.load_state_dict(state["servers"])
+
     def step(self, grads, lr, step):
         if self.ps is not None:
             self.ps.push_all(self.workers, grads, lr, answer_pull=True)

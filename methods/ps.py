@@ -234,5 +234,12 @@ class ServerRole:
         if self.answers_eval:
             self.ps.send_global(0)
 
+    def state_dict(self) -> dict:
+        self.ps.wait_sends()
+        return self.ps.state_dict()
+
+    def load_state_dict(self, state: dict) -> None:
+        self.ps.load_state_dict(state)
+
     def close(self) -> None:
         self.ps.wait_sends()

@@ -190,14 +190,26 @@ class SSDSGD(Method):
         return out
 
     def state_dict(self):
-        state = {"local": {r: {"updates": s.updates, "previous": s.previous, "mean_square": s.mean_square}
+        def copy(tensors):
+            return None if tensors is None else {n: t.clone() for n, t in tensors.items()}
+
+        state = {"local": {r: {"updates": s.updates, "previous": copy(s.previous), "mean_square": copy(s.mean_square)}
                            for r, s in self.local.items()}}
         if self.ps is not None:
             state["servers"] = self.ps.state_dict()
         else:
-            self.apply_pending()
+            self.apply_pending()  # the pushes in flight are part of the replicas' state
             state["replicas"] = {r: c.state_dict() for r, c in self.replicas.items()}
         return state
+
+    def load_state_dict(self, state):
+        for rank, saved in state["local"].items():
+            self.local[int(rank)] = LocalState(saved["updates"], saved["previous"], dict(saved["mean_square"]))
+        if self.ps is not None:
+            self.ps.load_state_dict(state["servers"])
+        else:
+            for rank, saved in state["replicas"].items():
+                self.replicas[int(rank)].load_state_dict(saved)
 
 
 def glu_grad_sync(previous: dict, weights: dict, momentum: float, lr: float, k: int) -> dict:

@@ -5,6 +5,7 @@ left blocked in a collective until gloo's timeout, and the run fails with the fi
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -12,6 +13,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Callable
@@ -45,12 +47,16 @@ def _describe(who: str, code: int, log: Path) -> str:
 
 
 def launch_local(cfg: RunConfig, log_dir: Path, report: Callable[[int, int, float], None] | None = None,
-                 save_weights: bool = False, poll_s: float = 0.1) -> tuple[Outcome, dict]:
-    """Run ``cfg`` as ``cfg.workers`` (+ servers) local processes. Returns (outcome, {world_size, dist_backend})."""
+                 save_weights: bool = False, poll_s: float = 0.1,
+                 checkpoint_dir: Path | None = None) -> tuple[Outcome, dict]:
+    """Run ``cfg`` as ``cfg.workers`` (+ servers) local processes. Returns (outcome, {world_size, dist_backend}).
+    A stop signal (SIGUSR1/2) to this process is passed on to every one of them."""
     log_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="commbench-") as tmp:
         run = Path(tmp)
-        (run / "config.json").write_text(json.dumps({"config": cfg.to_dict(), "save_weights": save_weights}))
+        (run / "config.json").write_text(json.dumps({
+            "config": cfg.to_dict(), "save_weights": save_weights,
+            "checkpoint_dir": str(checkpoint_dir.resolve()) if checkpoint_dir else None}))
         total = cfg.workers + server_count(cfg)
         # LOCAL_WORLD_SIZE counts the workers only: it sets each worker's share of the cores, which must be
         # what a sim run of the same configuration uses (servers do elementwise sums and need little).
@@ -67,7 +73,8 @@ def launch_local(cfg: RunConfig, log_dir: Path, report: Callable[[int, int, floa
                     procs.append(subprocess.Popen(
                         [sys.executable, "-m", "bench.worker", str(run)], stdout=fh, stderr=subprocess.STDOUT,
                         env={**base_env, "RANK": str(rank), "LOCAL_RANK": str(rank)}))
-            _watch(procs, logs, names, run, report, poll_s)
+            with _forward_stop_signals(procs):
+                _watch(procs, logs, names, run, report, poll_s)
         finally:
             for p in procs:
                 if p.poll() is None:
@@ -80,8 +87,29 @@ def launch_local(cfg: RunConfig, log_dir: Path, report: Callable[[int, int, floa
             import torch
 
             weights = torch.load(run / "weights.pt")
-    outcome = Outcome(result["status"], result["metrics"], result["history"], result["data"], weights)
+    outcome = Outcome(result["status"], result["metrics"], result["history"], result["data"], weights,
+                      result.get("stopped_by"), result.get("resumed_at", []))
     return outcome, {"world_size": result["world_size"], "dist_backend": result["dist_backend"]}
+
+
+@contextlib.contextmanager
+def _forward_stop_signals(procs):
+    from ..checkpoint import STOP_SIGNALS
+
+    def forward(signum, _frame):
+        for p in procs:
+            if p.poll() is None:
+                p.send_signal(signum)
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {s: signal.signal(s, forward) for s in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
 
 def _watch(procs, logs, names, run: Path, report, poll_s: float) -> None:

@@ -235,6 +235,9 @@ SlurmctldHost=$NODE(127.0.0.1)
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
+# A requeued job waits cred_expire seconds before it may start again (default 120): 10 keeps the
+# checkpoint-and-requeue tests short.
+AuthInfo=cred_expire=10
 CredType=cred/munge
 # slurmd and slurmdbd bind 127.0.0.1 (slurmctld 22.05 still binds 0.0.0.0:6817)
 CommunicationParameters=NoInAddrAny
@@ -246,8 +249,9 @@ ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 SwitchType=switch/none
 SchedulerType=sched/backfill
-# the default batch_sched_delay=3 delays every sbatch by about 3 s
-SchedulerParameters=batch_sched_delay=0
+# the default batch_sched_delay=3 delays every sbatch by about 3 s; a requeued job is started by a
+# periodic pass (default every 60 s main, 30 s backfill), so both passes run every 2 s here
+SchedulerParameters=batch_sched_delay=0,sched_interval=2,bf_interval=2
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 ReturnToService=2
