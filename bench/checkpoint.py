@@ -39,6 +39,7 @@ POLL_STEPS = 10  # dist: steps between agreements on a stop signal (a 1-element 
 
 class _StopFlag:
     signal_name: str | None = None
+    depth: int = 0  # nested stop_signals() blocks: a Slurm job's, then the run's
 
 
 _STOP = _StopFlag()
@@ -55,15 +56,21 @@ def _on_stop_signal(signum, _frame) -> None:
 
 @contextlib.contextmanager
 def stop_signals():
-    """While inside: SIGUSR1/SIGUSR2 ask the run to checkpoint and stop (instead of killing the process)."""
+    """While inside: SIGUSR1/SIGUSR2 ask the run to checkpoint and stop (instead of killing the process).
+
+    Blocks nest: only the outermost one clears the flag, so a signal that reaches a Slurm job while it is still
+    starting (inside the job's block, before the run's) is not forgotten when the run begins."""
     if threading.current_thread() is not threading.main_thread():  # signal handlers live in the main thread
         yield
         return
     previous = {s: signal.signal(s, _on_stop_signal) for s in STOP_SIGNALS}
-    _STOP.signal_name = None
+    if _STOP.depth == 0:
+        _STOP.signal_name = None
+    _STOP.depth += 1
     try:
         yield
     finally:
+        _STOP.depth -= 1
         for s, handler in previous.items():
             signal.signal(s, handler)
 

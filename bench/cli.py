@@ -45,7 +45,10 @@ def build_parser() -> Parser:
 
     sweep = sub.add_parser("sweep", help="run every configuration of a grid file")
     sweep.add_argument("grid")
-    sweep.add_argument("--launcher", choices=["local"], default="local")
+    sweep.add_argument("--launcher", choices=["local", "slurm"], default="local")
+    sweep.add_argument("--profile", help="slurm: cluster profile, a name in slurm/profiles/ or a path "
+                                         "(default: the grid's slurm.profile)")
+    sweep.add_argument("--wait", action="store_true", help="slurm: block until every run has a record")
     sweep.add_argument("--out", default="results")
     sweep.add_argument("--dry-run", action="store_true")
     sweep.add_argument("--data-root")
@@ -86,11 +89,15 @@ def summary(cfg: RunConfig, record: dict) -> str:
 
 
 def cmd_run(args) -> int:
-    from .runner import execute
+    from .runner import RankFailed, execute
 
     cfg = resolve(run_settings(args))
-    result = execute(cfg, Path(args.out), force=args.force, save_weights=args.save_weights,
-                     show_progress=not args.quiet)
+    try:
+        result = execute(cfg, Path(args.out), force=args.force, save_weights=args.save_weights,
+                         show_progress=not args.quiet)
+    except RankFailed as exc:  # one process of a torchrun/srun launch: exit 1 so the launcher stops the rest
+        print(f"commbench: {cfg.run_id}: failed: {exc}", file=sys.stderr)
+        return 1
     if result.path is None:
         return 0
     if result.skipped:
@@ -106,30 +113,77 @@ def cmd_sweep(args) -> int:
     if args.data_root:
         grid.base["data_root"] = args.data_root
     runs = expand(grid)
+    profile = None
+    if args.launcher == "slurm":
+        from .launch.profile import load_profile, run_shape
+
+        profile = load_profile(args.profile, grid.slurm)
+    elif args.profile or args.wait:
+        raise ConfigError(f"{'--profile' if args.profile else '--wait'}: only with --launcher slurm")
     if args.dry_run:
         for cfg in runs:
-            print(f"{cfg.run_id}  {cfg.task} {cfg.method} workers={cfg.workers} backend={cfg.backend} "
-                  f"dataset={cfg.dataset} steps={cfg.steps} seed={cfg.seed} {cfg.method_params or ''}".rstrip())
+            line = (f"{cfg.run_id}  {cfg.task} {cfg.method} workers={cfg.workers} backend={cfg.backend} "
+                    f"dataset={cfg.dataset} steps={cfg.steps} seed={cfg.seed} {cfg.method_params or ''}").rstrip()
+            print(line + (f"  [slurm: {run_shape(cfg, profile).describe()}]" if profile else ""))
         return 0
+    if profile is not None:
+        from .launch.slurm import SubmitError, submit, wait
+
+        try:
+            submitted = submit(runs, Path(args.out), profile, grid.name)
+        except SubmitError as exc:
+            print(f"commbench: error: {exc}", file=sys.stderr)
+            return 1
+        if not args.wait:
+            if submitted:
+                print(f"jobs submitted; follow them with: commbench status --out {args.out}", file=sys.stderr)
+            return 0
+        return wait(Path(args.out), [c.run_id for c in runs], show_progress=not args.quiet)
     from .launch.sweep import run_local_sweep
 
     return run_local_sweep(runs, Path(args.out), show_progress=not args.quiet)
 
 
 def cmd_status(args) -> int:
+    from .launch.queue import queue_states, reconcile, record_is_current, submissions
     from .records import iter_records
 
-    records = list(iter_records(Path(args.out)))
-    if not records:
+    out = Path(args.out)
+    records = {r["run_id"]: r for r in iter_records(out)}
+    notes = submissions(out)
+    states = queue_states([n["job_id"] for n in notes.values()]) if notes else {}
+    current = reconcile(out, notes, states)  # writes failed records for jobs that died without one
+    records = {r["run_id"]: r for r in iter_records(out)}
+    if not records and not notes:
         print(f"no records under {args.out}")
         return 0
-    for r in records:
-        c, m = r.get("config", {}), r.get("metrics", {})
+    counts: dict[str, int] = {}
+    for run_id in sorted(set(records) | set(notes)):
+        r, note = records.get(run_id), notes.get(run_id)
+        state = current.get(run_id) or r["status"]
+        counts[state] = counts.get(state, 0) + 1
+        c = (r or {}).get("config") or note["config"]
+        m = (r or {}).get("metrics", {}) if record_is_current(r, note) else {}
         top1 = f"{m['top1']:.4f}" if m.get("top1") is not None else "—"
-        print(f"{r['status']:8s} {r['run_id']}  {c.get('task')} {c.get('method')} w={c.get('workers')} "
-              f"{c.get('backend')} steps={m.get('steps')}/{c.get('steps')} top1={top1}"
-              + (f"  ({r['error']})" if r.get("error") else ""))
+        job = f"  job {note['job_id']}" if note else ""
+        progress = _checkpoint_step(out, run_id) if state in ("running", "pending", "requeued") else None
+        steps = f"{m.get('steps')}/{c.get('steps')}" if m else (f"{progress}/{c.get('steps')} (checkpoint)"
+                                                                  if progress else f"-/{c.get('steps')}")
+        error = r.get("error") if r is not None and record_is_current(r, note) else None
+        print(f"{state:9s} {run_id}  {c.get('task')} {c.get('method')} w={c.get('workers')} {c.get('backend')} "
+              f"steps={steps} top1={top1}{job}" + (f"  ({error})" if error else ""))
+    if notes and states is None:
+        print("(no Slurm commands here: the queue state of submitted runs is unknown)", file=sys.stderr)
+    print(", ".join(f"{n} {s}" for s, n in sorted(counts.items())), file=sys.stderr)
     return 0
+
+
+def _checkpoint_step(out: Path, run_id: str) -> int | None:
+    from .checkpoint import Checkpoints
+    from .runner import checkpoint_dir
+
+    latest = Checkpoints(checkpoint_dir(out, run_id)).latest()
+    return latest["step"] if latest else None
 
 
 def cmd_table(args) -> int:

@@ -34,6 +34,13 @@ def git_state(root: Path = SOURCE_ROOT) -> tuple[str | None, bool | None]:
         return None, None
 
 
+def slurm_job_id() -> str | None:
+    """The id users type into scancel and sacct: ``ARRAYID_TASK`` for a task of a job array."""
+    if os.environ.get("SLURM_ARRAY_JOB_ID") and os.environ.get("SLURM_ARRAY_TASK_ID"):
+        return f"{os.environ['SLURM_ARRAY_JOB_ID']}_{os.environ['SLURM_ARRAY_TASK_ID']}"
+    return os.environ.get("SLURM_JOB_ID")
+
+
 def collect_env(world_size: int, dist_backend: str | None, device: str, started_at: str,
                 parameter_servers: int = 0, code: tuple[str | None, bool | None] | None = None) -> dict:
     """``code``: (git SHA, dirty) taken when the run started (edits made while it ran are not its code)."""
@@ -50,6 +57,6 @@ def collect_env(world_size: int, dist_backend: str | None, device: str, started_
         "git_sha": sha, "git_dirty": dirty, "hostname": socket.gethostname(), "device": device,
         "gpu_name": gpu, "world_size": world_size, "dist_backend": dist_backend,
         "parameter_servers": parameter_servers,
-        "slurm_job_id": os.environ.get("SLURM_JOB_ID"), "started_at": started_at, "finished_at": now(),
+        "slurm_job_id": slurm_job_id(), "started_at": started_at, "finished_at": now(),
         "argv": sys.argv[1:], "cpu_count": os.cpu_count(),
     }

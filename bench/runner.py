@@ -5,6 +5,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from methods.comm import SimCommunicator
 from tasks import TASKS
@@ -23,7 +24,27 @@ class RunResult:
     record: dict
     path: Path | None  # None on a dist rank other than 0 under an outside launcher, or when interrupted
     skipped: bool = False
-    interrupted: Outcome | None = None  # stopped by a signal with a checkpoint saved (see resumable)
+    interrupted: Outcome | None = None  # stopped by a signal, checkpoint saved, and requeued (see execute)
+
+
+class RankFailed(RuntimeError):
+    """A process of a run under an outside launcher (torchrun, srun) failed. ``record``: the failed record it
+    wrote, or None when a peer of the same attempt had written one first."""
+
+    def __init__(self, message: str, record: dict | None):
+        super().__init__(message)
+        self.record = record
+
+
+def _rank_name(cfg: RunConfig, rank: int) -> str:
+    return f"worker {rank}" if rank < cfg.workers else f"server {rank - cfg.workers}"
+
+
+def _failed_since(out: Path, run_id: str, started_at: str) -> bool:
+    """A failed record of this attempt exists (written by a peer process at or after our start)."""
+    record = read_record(out, run_id)
+    return bool(record and record.get("status") == "failed"
+                and (record.get("env", {}).get("finished_at") or "") >= started_at)
 
 
 def checkpoint_dir(out: Path, run_id: str) -> Path:
@@ -41,11 +62,14 @@ def one_line(exc: BaseException) -> str:
 
 
 def execute(cfg: RunConfig, out: Path, *, force: bool = False, save_weights: bool = False,
-            show_progress: bool = True, resumable: bool = False) -> RunResult:
-    """Run ``cfg`` unless its record already says done (or ``force``). Always leaves a record, except when
-    ``resumable`` (a Slurm job that will be requeued) and a stop signal interrupted the run.
+            show_progress: bool = True, requeue: Callable[[Outcome], str | None] | None = None) -> RunResult:
+    """Run ``cfg`` unless its record already says done (or ``force``). Always leaves a record, except when a
+    stop signal interrupted the run and ``requeue`` (a Slurm job's) put it back in the queue.
 
-    A run resumes from its checkpoint (``OUT/checkpoints/<run_id>``) if one is there; ``force`` starts over."""
+    A run resumes from its checkpoint (``OUT/checkpoints/<run_id>``) if one is there; ``force`` starts over.
+    ``requeue(outcome)`` is called by the process holding worker 0 when a stop signal interrupted the run
+    (its checkpoint is saved): it returns None once the run is requeued, else why it was not, which becomes
+    the failed record's error."""
     out = Path(out)
     existing = read_record(out, cfg.run_id)
     if existing is not None and existing.get("status") == "done" and not force:
@@ -80,6 +104,16 @@ def execute(cfg: RunConfig, out: Path, *, force: bool = False, save_weights: boo
                     world = {"world_size": comm.world_size, "dist_backend": comm.backend}
                     outcome = run_rank(cfg, comm, report=progress.update, keep_weights=save_weights,
                                        checkpoint_dir=ckpt_dir)
+                except Exception as exc:
+                    # Record the failure while still in the process group: the peers fail only once this
+                    # process has left it, so the first record of this attempt names the cause, not its echo.
+                    progress.close()
+                    error = one_line(exc) if comm.rank == 0 else f"{_rank_name(cfg, comm.rank)}: {one_line(exc)}"
+                    record = None
+                    if not _failed_since(out, cfg.run_id, started_at):
+                        record = _store(cfg, out, "failed", error, None, world, (started_at, t0, code),
+                                        False).record
+                    raise RankFailed(error, record) from exc
                 finally:
                     comm.close()
                 if outcome is None:  # not rank 0: rank 0 writes the record
@@ -92,14 +126,17 @@ def execute(cfg: RunConfig, out: Path, *, force: bool = False, save_weights: boo
         progress.close()
         _store(cfg, out, "failed", "interrupted (Ctrl-C)", outcome, world, (started_at, t0, code), save_weights)
         raise
+    except RankFailed:  # recorded already; the outside launcher must see this process fail and stop the rest
+        raise
     except Exception as exc:  # the run failed: say why in the record
         error = one_line(exc)
     progress.close()
     if status == "interrupted":
-        if resumable:
+        stopped = f"stopped by {outcome.stopped_by} at step {outcome.metrics['steps']} of {cfg.steps}"
+        why_not = requeue(outcome) if requeue else f"checkpoint saved in {ckpt_dir}: run it again to resume"
+        if why_not is None:
             return RunResult({}, None, interrupted=outcome)
-        status, error = "failed", (f"stopped by {outcome.stopped_by} at step {outcome.metrics['steps']} of "
-                                   f"{cfg.steps}; checkpoint saved in {ckpt_dir}: run it again to resume")
+        status, error = "failed", f"{stopped}; {why_not}"
     result = _store(cfg, out, status, error, outcome, world, (started_at, t0, code), save_weights)
     if result.record["status"] in ("done", "diverged"):
         Checkpoints(ckpt_dir).remove()

@@ -20,6 +20,17 @@ class _Pending(Handle):
         return self._result
 
 
+def local_gpu() -> torch.device:
+    """This process's GPU: cuda:LOCAL_RANK when it sees the node's GPUs (torchrun, srun without binding), cuda:0
+    when the launcher bound one GPU to it (srun --gpus-per-task, --gpu-bind)."""
+    local_rank, visible = int(os.environ.get("LOCAL_RANK", 0)), torch.cuda.device_count()
+    if visible == 1:
+        return torch.device("cuda", 0)
+    if local_rank >= visible:
+        raise RuntimeError(f"LOCAL_RANK {local_rank} but this process sees {visible} GPUs: one task per GPU")
+    return torch.device("cuda", local_rank)
+
+
 class DistCommunicator(Communicator):
     """Wraps the default process group; ``init`` joins it from the env:// variables (RANK, WORLD_SIZE,
     MASTER_ADDR, MASTER_PORT), which both the harness's own launcher and torchrun/Slurm set.
@@ -37,8 +48,7 @@ class DistCommunicator(Communicator):
             dist.init_process_group(backend, init_method="env://", timeout=datetime.timedelta(seconds=timeout_s))
         self.backend = dist.get_backend()
         self.rank = dist.get_rank()
-        self.device = device or (torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
-                                 if self.backend == "nccl" else torch.device("cpu"))
+        self.device = device or (local_gpu() if self.backend == "nccl" else torch.device("cpu"))
         total = dist.get_world_size()
         if not 0 <= num_servers < total:
             raise ValueError(f"{num_servers} parameter servers need more than {total} processes")

@@ -19,7 +19,8 @@
 #
 # Every daemon this script starts is recorded in $COMMBENCH_SLURM_STATE (default /run/commbench-slurm):
 # <daemon>.pid holds the PID, <daemon>.exe the binary it runs. slurm/local/down.sh stops exactly those.
-# Environment: COMMBENCH_SLURM_STATE (state folder), COMMBENCH_SLURM_WAIT (seconds allowed for each
+# Environment: COMMBENCH_SLURM_STATE (state folder), COMMBENCH_SLURM_MIN_CPUS (CPUs the node advertises at
+# least, default 4), COMMBENCH_SLURM_WAIT (seconds allowed for each
 # daemon to become ready, default 30).
 # Output: one line per daemon ("started" / "already running") and a last line
 #   slurm: up (node NAME, partition debug)
@@ -209,6 +210,13 @@ BOARDS=$(hw_field Boards)
 SOCKETS=$(hw_field SocketsPerBoard)
 CORES=$(hw_field CoresPerSocket)
 THREADS=$(hw_field ThreadsPerCore)
+# The node advertises at least MIN_CPUS CPUs (one socket, one thread per core) even on a 2-core machine, so a
+# run with a parameter server (workers + servers > cores) fits on it; slurmd accepts the larger count through
+# SlurmdParameters=config_overrides. Jobs then share the real cores (no cgroups here anyway).
+MIN_CPUS=${COMMBENCH_SLURM_MIN_CPUS:-4}
+if ((CPUS < MIN_CPUS)); then
+  CPUS=$MIN_CPUS BOARDS=1 SOCKETS=1 CORES=$MIN_CPUS THREADS=1
+fi
 MEMORY=$(hw_field RealMemory)
 
 # --- config files ------------------------------------------------------------------------------------------
@@ -255,6 +263,8 @@ SchedulerParameters=batch_sched_delay=0,sched_interval=2,bf_interval=2
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 ReturnToService=2
+# the node may advertise more CPUs than the machine has (see MIN_CPUS in up.sh)
+SlurmdParameters=config_overrides
 StateSaveLocation=/var/spool/slurmctld
 SlurmdSpoolDir=/var/spool/slurmd
 SlurmctldPidFile=${PIDFILE[slurmctld]}

@@ -1,0 +1,170 @@
+"""What became of submitted runs: the submission notes, the Slurm queue, and failed records for jobs that died.
+
+Each submitted run leaves ``OUT/slurm/jobs/<run_id>.json`` (its job id, submission time, log path and config).
+A run's state is its record if the record is newer than its submission; otherwise the job's state in the
+queue (``squeue``, then ``sacct`` for jobs that left it). A job that ended without writing a record (cancelled,
+timed out, killed for memory, a lost node) gets a failed record here that says so, whoever looks first:
+``sweep --wait``, ``status`` or a new ``sweep``.
+"""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..records import EMPTY_METRICS, atomic_write, make_record, read_record, write_record
+
+ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL",
+         "DEADLINE", "REVOKED", "SPECIAL_EXIT"}
+FINAL_STATUSES = ("done", "diverged", "failed")
+
+
+def jobs_dir(out: Path) -> Path:
+    return Path(out) / "slurm" / "jobs"
+
+
+def note_submission(out: Path, note: dict) -> None:
+    atomic_write(jobs_dir(out) / f"{note['run_id']}.json", json.dumps(note, indent=1) + "\n")
+
+
+def submissions(out: Path) -> dict[str, dict]:
+    notes = {}
+    for path in sorted(jobs_dir(out).glob("*.json")):
+        try:
+            note = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        notes[note["run_id"]] = note
+    return notes
+
+
+@dataclass(frozen=True)
+class JobState:
+    state: str          # PENDING, RUNNING, COMPLETED, CANCELLED, ... or UNKNOWN
+    detail: str = ""    # sacct's full state ("CANCELLED by 0"), exit code, squeue's reason
+
+    @property
+    def ended(self) -> bool:
+        return self.state in ENDED
+
+
+def _run(cmd: list[str]) -> str | None:
+    if shutil.which(cmd[0]) is None:
+        return None
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return proc.stdout if proc.returncode == 0 else None
+
+
+def _expand(job_id: str) -> list[str]:
+    """``12_[0-3,5%2]`` (a pending array, as squeue and sacct print it) -> 12_0 ... 12_3, 12_5."""
+    m = re.fullmatch(r"(\d+)_\[([^\]]+)\]", job_id)
+    if not m:
+        return [job_id]
+    ids = []
+    for part in m.group(2).split("%")[0].split(","):
+        lo, _, hi = part.partition("-")
+        ids += [f"{m.group(1)}_{i}" for i in range(int(lo), int(hi or lo) + 1)]
+    return ids
+
+
+def queue_states(job_ids: list[str]) -> dict[str, JobState] | None:
+    """Each job's state; None when Slurm's commands are not here. Jobs that neither squeue nor sacct know
+    are left out."""
+    if not job_ids:
+        return {}
+    wanted = sorted({j.split("_")[0] for j in job_ids})
+    queued = _run(["squeue", "-h", "-r", "-j", ",".join(wanted), "-o", "%i|%T|%r"])
+    if queued is None and shutil.which("squeue") is None:
+        return None
+    states: dict[str, JobState] = {}
+    for line in (queued or "").splitlines():
+        parts = line.strip().split("|")
+        if len(parts) == 3:
+            for jid in _expand(parts[0]):
+                states[jid] = JobState(parts[1], parts[2] if parts[2] not in ("None", "") else "")
+    missing = [j for j in job_ids if j not in states]
+    if missing:
+        acct = _run(["sacct", "-X", "-n", "-P", "-j", ",".join(sorted({j.split("_")[0] for j in missing})),
+                     "--format=JobID,State,ExitCode"]) or ""
+        for line in acct.splitlines():
+            parts = line.strip().split("|")
+            if len(parts) == 3:
+                for jid in _expand(parts[0]):
+                    if jid in missing:
+                        states[jid] = JobState(parts[1].split()[0], f"{parts[1]}, exit {parts[2]}")
+    return states
+
+
+def _last_line(path: str | None) -> str:
+    try:
+        lines = [ln.strip() for ln in Path(path).read_text(errors="replace").splitlines() if ln.strip()]
+    except (OSError, TypeError):
+        return ""
+    # the launchers' own lines (submitit's, srun's, slurmstepd's) are not the reason; the last other line is
+    lines = [ln for ln in lines if not ln.startswith(("submitit ", "srun:", "slurmstepd"))]
+    return lines[-1] if lines else ""
+
+
+def failure_reason(note: dict, job: JobState) -> str:
+    jid, log = note["job_id"], note.get("stderr")
+    if job.state == "CANCELLED":
+        return f"cancelled: slurm job {jid} {job.detail or job.state}"
+    if job.state == "TIMEOUT":
+        return (f"slurm job {jid} reached its time limit without a checkpoint-and-requeue ({job.detail}); "
+                f"resubmit to resume from the last checkpoint")
+    if job.state == "OUT_OF_MEMORY":
+        return f"slurm job {jid} ran out of memory ({job.detail})"
+    if job.state == "NODE_FAIL":
+        return f"slurm job {jid} lost its node ({job.detail}); resubmit to resume from the last checkpoint"
+    tail = _last_line(log)
+    return f"slurm job {jid} {job.state} ({job.detail}) without a record" + (f": {tail}" if tail else "") + (
+        f" (log: {log})" if log else "")
+
+
+def record_is_current(record: dict | None, note: dict | None) -> bool:
+    """The record is the outcome of the latest submission (or there was no submission)."""
+    if record is None or record.get("status") not in FINAL_STATUSES:
+        return False
+    if note is None:
+        return True
+    return (record.get("env", {}).get("finished_at") or "") >= note["submitted_at"]
+
+
+def record_failure(out: Path, note: dict, reason: str) -> dict:
+    """The failed record of a job that could not write its own."""
+    from ..provenance import now
+
+    env = {"git_sha": note.get("code", {}).get("git_sha"), "git_dirty": note.get("code", {}).get("git_dirty"),
+           "slurm_job_id": note["job_id"], "started_at": None, "finished_at": now(),
+           "world_size": note["config"].get("workers"), "hostname": None, "recorded_by": "commbench (job ended)"}
+    record = make_record(note["run_id"], "failed", reason, note["config"], env, dict(EMPTY_METRICS), [])
+    write_record(out, record)
+    return record
+
+
+def reconcile(out: Path, notes: dict[str, dict], states: dict[str, JobState] | None) -> dict[str, str]:
+    """Each submitted run's current state: a record status, or the job's queue state. Writes a failed record
+    for every job that ended without one."""
+    current = {}
+    for run_id, note in notes.items():
+        record = read_record(out, run_id)
+        if record_is_current(record, note):
+            current[run_id] = record["status"]
+            continue
+        job = (states or {}).get(note["job_id"])
+        if job is None:
+            current[run_id] = "unknown" if states is None else "submitted"
+        elif job.ended:
+            record = read_record(out, run_id)  # the job may have written it since
+            if not record_is_current(record, note):
+                record = record_failure(out, note, failure_reason(note, job))
+            current[run_id] = record["status"]
+        else:
+            current[run_id] = job.state.lower()
+    return current

@@ -1,0 +1,189 @@
+"""Sweeps on Slurm through submitit: one job per run, runs of one resource shape in one job array.
+
+Submission is non-blocking: the jobs go out, their ids are printed and noted under ``OUT/slurm/jobs/``, and
+``commbench status`` follows them. ``--wait`` blocks with a progress bar until every run has a record.
+
+In the job, :class:`SlurmRun` sets up torch.distributed from Slurm's variables (one task per process: the
+run's workers, then its parameter servers), runs the configuration with :func:`bench.runner.execute` from
+the frozen code copy, and on Slurm's warning signal (SIGUSR2 ``signal_delay_s`` before the time limit, or on
+preemption) saves a checkpoint and requeues itself; the requeued job resumes from the checkpoint.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from ..config import RunConfig
+from ..progress import Progress
+from ..provenance import now, slurm_job_id
+from ..records import read_record
+from .profile import Profile, Shape, executor_parameters, run_shape
+from .queue import (note_submission, queue_states, reconcile, record_is_current, submissions)
+from .snapshot import CodeSnapshot, snapshot_code
+
+
+class SubmitError(RuntimeError):
+    """sbatch is missing or refused the jobs; nothing was noted as submitted."""
+
+
+class SlurmRun:
+    """The callable each job runs (pickled by submitit; unpickled from the code copy)."""
+
+    def __init__(self, config: dict, out: str, max_requeues: int):
+        self.config, self.out, self.max_requeues = config, out, max_requeues
+
+    def __call__(self) -> str:
+        from ..checkpoint import stop_signals
+        from ..runner import RankFailed, execute
+
+        # From the first moment: Slurm's warning signal sets the stop flag (submitit's own handler would end a
+        # job it cannot checkpoint); the run checks the flag at its first sync point.
+        with stop_signals():
+            cfg = RunConfig.from_dict(self.config)
+            cpus = int(os.environ.get("SLURM_CPUS_PER_TASK", "1"))
+            if cfg.threads is None:  # the task's CPUs, split among the workers a sim run holds
+                cfg = dataclasses.replace(cfg, threads=max(1, cpus // (cfg.workers if cfg.backend == "sim" else 1)))
+            if cfg.backend == "dist":
+                import submitit
+
+                # CUDA_VISIBLE_DEVICES stays as Slurm set it: the communicator picks this task's GPU itself.
+                submitit.helpers.TorchDistributedEnvironment().export(set_cuda_visible_devices=False,
+                                                                      overwrite=True)
+                os.environ.pop("COMMBENCH_WORKER", None)
+            try:
+                result = execute(cfg, Path(self.out), show_progress=True, requeue=self._requeue(cfg))
+            except RankFailed as exc:  # a non-zero exit: srun --kill-on-bad-exit stops the other tasks
+                raise RuntimeError(f"run {cfg.run_id} failed: {exc}") from None
+        if result.interrupted is not None:
+            sys.exit(3)  # requeued: no result for submitit; the requeued job produces the record
+        return result.record.get("status", "")
+
+    def _requeue(self, cfg: RunConfig):
+        def requeue(outcome) -> str | None:
+            from ..checkpoint import count_requeue
+            from ..runner import checkpoint_dir
+
+            ckpt = checkpoint_dir(self.out, cfg.run_id)
+            requeues, job_id = count_requeue(ckpt), slurm_job_id()
+            if job_id is None:
+                return f"not a Slurm job, so not requeued; checkpoint kept in {ckpt}: resubmit to resume"
+            if requeues > self.max_requeues:
+                return (f"not requeued again after {requeues - 1} requeues (max_requeues {self.max_requeues}); "
+                        f"checkpoint kept in {ckpt}: resubmit to resume")
+            print(f"commbench: stopped by {outcome.stopped_by} at step {outcome.metrics['steps']}; checkpoint "
+                  f"saved; requeue {requeues} of {self.max_requeues} (job {job_id})", file=sys.stderr, flush=True)
+            subprocess.run(["scontrol", "requeue", job_id], check=True, timeout=60)
+            return None
+        return requeue
+
+
+def prepare_for_jobs(cfg: RunConfig) -> RunConfig:
+    """Jobs run elsewhere (another cwd, maybe another node): an absolute data root, provisioned here once, on
+    the submitting host (login nodes usually have the network; compute nodes often do not)."""
+    from tasks import TASKS
+
+    root = Path(cfg.data_root or "data").resolve()
+    TASKS[cfg.task].prepare_data(cfg.dataset, root)
+    return dataclasses.replace(cfg, data_root=str(root))
+
+
+def submit(runs: list[RunConfig], out: Path, profile: Profile, sweep_name: str) -> list[dict]:
+    """Submit every run that is neither done nor queued; returns the submission notes (job ids)."""
+    import submitit
+
+    out = Path(out).resolve()
+    notes = submissions(out)
+    states = queue_states([notes[c.run_id]["job_id"] for c in runs if c.run_id in notes]) or {}
+    todo, queued, done = [], [], 0
+    for cfg in runs:
+        record, note = read_record(out, cfg.run_id), notes.get(cfg.run_id)
+        if record is not None and record.get("status") == "done":
+            done += 1
+        elif note and note["job_id"] in states and not states[note["job_id"]].ended \
+                and not record_is_current(record, note):
+            queued.append((cfg, note["job_id"]))
+        else:
+            todo.append(cfg)
+    print(f"sweep: {len(runs)} runs, {done} already done, {len(queued)} already queued, {len(todo)} to submit",
+          file=sys.stderr)
+    for cfg, job_id in queued:
+        print(f"queued: {cfg.run_id} is job {job_id}", file=sys.stderr)
+    if not todo:
+        return []
+    if shutil.which("sbatch") is None:
+        raise SubmitError("sbatch not found: this machine has no Slurm client (try --launcher local)")
+    todo = [prepare_for_jobs(c) for c in todo]
+    code = snapshot_code(out / "slurm" / "code")
+    batch = out / "slurm" / "batches" / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+    groups: dict[Shape, list[RunConfig]] = defaultdict(list)
+    for cfg in todo:
+        groups[run_shape(cfg, profile)].append(cfg)
+
+    submitted = []
+    for shape, cfgs in groups.items():
+        executor = submitit.SlurmExecutor(folder=batch / "%j", max_num_timeout=0)
+        executor.update_parameters(**executor_parameters(profile, shape, f"commbench-{sweep_name}",
+                                                         setup_lines(code), chdir=code.path))
+        try:
+            with executor.batch():
+                jobs = [executor.submit(SlurmRun(c.to_dict(), str(out), profile.max_requeues)) for c in cfgs]
+        except Exception as exc:  # submitit wraps sbatch's complaint; keep its last line
+            text = str(exc).strip().splitlines()
+            raise SubmitError(f"sbatch refused {len(cfgs)} runs ({shape.describe()}): "
+                              f"{text[-1] if text else type(exc).__name__}") from None
+        for cfg, job in zip(cfgs, jobs):
+            note = {"run_id": cfg.run_id, "job_id": job.job_id, "submitted_at": now(), "profile": profile.name,
+                    "shape": dataclasses.asdict(shape), "stdout": str(job.paths.stdout),
+                    "stderr": str(job.paths.stderr), "folder": str(job.paths.folder),
+                    "code": {"path": str(code.path), "git_sha": code.git_sha, "git_dirty": code.git_dirty},
+                    "config": cfg.to_dict()}
+            note_submission(out, note)
+            submitted.append(note)
+        array = jobs[0].job_id.split("_")[0]
+        print(f"submitted {len(cfgs)} run{'s' * (len(cfgs) > 1)} as job {array} ({shape.describe()}, "
+              f"profile {profile.name})", file=sys.stderr)
+        for cfg, job in zip(cfgs, jobs):
+            print(f"{job.job_id}  {cfg.run_id}")
+    return submitted
+
+
+def setup_lines(code: CodeSnapshot) -> list[str]:
+    """The frozen code comes first on the job's import path, and the job knows its commit."""
+    return [f"export {k}={v}" for k, v in code.environment().items() if k != "PYTHONPATH"] + [
+        f"export PYTHONPATH={code.path}${{PYTHONPATH:+:$PYTHONPATH}}"]
+
+
+def wait(out: Path, run_ids: list[str], poll_s: float = 2.0, show_progress: bool = True) -> int:
+    """Block until every run has a record for its latest submission. Exit code 0, or 1 if any failed."""
+    out = Path(out).resolve()
+    bar = Progress("slurm", len(run_ids), unit="run", every_s=30.0, enabled=show_progress)
+    try:
+        while True:
+            notes = {r: n for r, n in submissions(out).items() if r in run_ids}
+            current = reconcile(out, notes, queue_states([n["job_id"] for n in notes.values()]))
+            current.update({r: (read_record(out, r) or {}).get("status", "unknown") for r in run_ids
+                            if r not in notes})
+            finished = [r for r in run_ids if current.get(r) in ("done", "diverged", "failed")]
+            counts = defaultdict(int)
+            for r in run_ids:
+                counts[current.get(r, "unknown")] += 1
+            bar.update(len(finished), note=", ".join(f"{n} {s}" for s, n in sorted(counts.items())) + " ")
+            if len(finished) == len(run_ids):
+                break
+            time.sleep(poll_s)
+    except KeyboardInterrupt:
+        bar.close()
+        print("commbench: stopped waiting; the jobs go on (commbench status follows them)", file=sys.stderr)
+        raise
+    bar.close()
+    failed = [r for r in run_ids if current.get(r) == "failed"]
+    for r in run_ids:
+        record = read_record(out, r) or {}
+        print(f"{current.get(r):8s} {r}" + (f"  error: {record['error']}" if record.get("error") else ""))
+    return 1 if failed else 0

@@ -1,0 +1,83 @@
+"""A frozen copy of the code for jobs to run, as submitit's RsyncSnapshot makes one.
+
+A Slurm job may start hours after its submission; by then the checkout may have moved on. Each submission
+copies the code files (tracked ones as they are in the working tree, uncommitted edits included, and new files
+git does not ignore; ``results/`` left out)
+into ``OUT/slurm/code/<name>/`` and the jobs run from there. The name is the commit plus, for a dirty tree, a
+hash of the files, so submitting the same code twice reuses one copy. The jobs are told the commit and
+whether the tree was dirty (COMMBENCH_GIT_SHA, COMMBENCH_GIT_DIRTY), which their records then carry.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..provenance import SOURCE_ROOT, git_state
+
+PACKAGES = ("bench", "methods", "tasks", "slurm", "pyproject.toml")  # what a copy holds outside git
+
+
+@dataclass(frozen=True)
+class CodeSnapshot:
+    path: Path
+    git_sha: str | None
+    git_dirty: bool | None
+
+    def environment(self) -> dict[str, str]:
+        env = {"PYTHONPATH": str(self.path)}
+        if self.git_sha:
+            env["COMMBENCH_GIT_SHA"] = self.git_sha
+            env["COMMBENCH_GIT_DIRTY"] = "1" if self.git_dirty else "0"
+        return env
+
+
+def _git_files(root: Path, *options: str) -> list[str] | None:
+    try:
+        out = subprocess.run(["git", "-C", str(root), "ls-files", "-z", *options], capture_output=True,
+                             check=True, timeout=30).stdout.decode()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return [f for f in out.split("\0") if f and not f.startswith("results/") and (root / f).is_file()]
+
+
+def _untracked_copy_list(root: Path) -> list[str]:
+    files = []
+    for entry in PACKAGES:
+        path = root / entry
+        if path.is_file():
+            files.append(entry)
+        elif path.is_dir():
+            files += [str(p.relative_to(root)) for p in path.rglob("*")
+                      if p.is_file() and "__pycache__" not in p.parts]
+    return sorted(files)
+
+
+def snapshot_code(dest_root: Path, root: Path = SOURCE_ROOT) -> CodeSnapshot:
+    """Copy the code under ``dest_root`` (reused if the same code was copied before)."""
+    files = _git_files(root)
+    sha, dirty = git_state(root) if files is not None else (None, None)
+    if files is None:
+        files = _untracked_copy_list(root)
+    else:  # new files not yet added (but not ignored) are code too; their presence makes the copy dirty
+        new = _git_files(root, "--others", "--exclude-standard") or []
+        files, dirty = sorted(files + new), bool(dirty or new)
+    digest = hashlib.sha256()
+    for f in files:
+        digest.update(f.encode() + b"\0" + (root / f).read_bytes() + b"\0")
+    name = f"{sha[:12]}" if sha and not dirty else f"{(sha or 'nogit')[:12]}-{digest.hexdigest()[:10]}"
+    final = Path(dest_root) / name
+    if not (final / ".complete").exists():
+        tmp = final.with_name(f".{name}.{os.getpid()}.tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        for f in files:
+            target = tmp / f
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(root / f, target)
+        (tmp / ".complete").write_text(f"{sha or ''} dirty={dirty}\n")
+        shutil.rmtree(final, ignore_errors=True)
+        os.replace(tmp, final)
+    return CodeSnapshot(final.resolve(), sha, dirty)
