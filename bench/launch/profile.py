@@ -154,3 +154,13 @@ def executor_parameters(profile: Profile, shape: Shape, job_name: str, setup: li
     if profile.mem_gb:
         params["mem"] = f"{int(profile.mem_gb)}GB" if float(profile.mem_gb).is_integer() else f"{profile.mem_gb}GB"
     return {k: v for k, v in params.items() if v is not None}
+
+
+def sbatch_script(profile: Profile, shape: Shape, job_name: str, setup: list[str], chdir: Path,
+                  folder: Path, runs: int = 1) -> str:
+    """The batch script submitit writes for a job array of ``runs`` runs of ``shape`` (for review and tests)."""
+    from submitit.slurm.slurm import _make_sbatch_string
+
+    params = executor_parameters(profile, shape, job_name, setup, chdir=chdir)
+    command = "python -u -m submitit.core._submit " + str(folder)  # what SlurmExecutor runs in each task
+    return _make_sbatch_string(command=command, folder=folder, map_count=runs if runs > 1 else None, **params)
