@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from .config import ConfigError, RunConfig, parse_set, resolve
+from .perfmodel import command as model_command
 
 GRIDS_DIR = Path(__file__).resolve().parent / "grids"
 
@@ -59,8 +60,20 @@ def build_parser() -> Parser:
 
     table = sub.add_parser("table", help="comparison table from the stored records")
     table.add_argument("--results", default="results")
-    table.add_argument("--format", choices=["md", "csv"], default="md")
+    table.add_argument("--paper", choices=["terngrad", "threshold", "ssdsgd", "all"],
+                       help="rebuild a paper's tables: its values beside the reproduced ones")
+    table.add_argument("--format", choices=["md", "csv", "latex"], default="md")
     table.add_argument("--out")
+
+    plot = sub.add_parser("plot", help="figures from the stored records (PNG and PDF)")
+    plot.add_argument("--results", default="results")
+    plot.add_argument("--out", default="results/figures")
+
+    report = sub.add_parser("report", help="every table and figure in one markdown report and HTML page")
+    report.add_argument("--results", default="results")
+    report.add_argument("--out", default="results/report")
+
+    model_command.add_parser(sub)
 
     lst = sub.add_parser("list", help="tasks, methods or grids")
     lst.add_argument("what", choices=["tasks", "methods", "grids"])
@@ -187,15 +200,47 @@ def _checkpoint_step(out: Path, run_id: str) -> int | None:
 
 
 def cmd_table(args) -> int:
-    from .table import comparison, records_frame, render
+    if not Path(args.results).is_dir():
+        raise ConfigError(f"--results {args.results}: no such folder")
+    if args.paper:
+        from .papers.tables import build, render as render_paper, rows
 
-    text = render(comparison(records_frame(Path(args.results))), args.format)
+        text = render_paper(rows(build(args.paper, Path(args.results))), args.format)
+    else:
+        from .table import comparison, records_frame, render
+
+        if args.format == "latex":
+            raise ConfigError("--format latex: only for --paper tables (use md or csv)")
+        text = render(comparison(records_frame(Path(args.results))), args.format)
     if args.out:
         from .records import atomic_write
 
         atomic_write(Path(args.out), text)
     else:
         sys.stdout.write(text)
+    return 0
+
+
+def cmd_plot(args) -> int:
+    from .plots import plot_all
+
+    if not Path(args.results).is_dir():
+        raise ConfigError(f"--results {args.results}: no such folder")
+    written = plot_all(Path(args.results), Path(args.out))
+    for path in written:
+        print(path)
+    if not written:
+        print(f"plot: no done runs under {args.results}; nothing to draw", file=sys.stderr)
+    return 0
+
+
+def cmd_report(args) -> int:
+    from .report import write_report
+
+    if not Path(args.results).is_dir():
+        raise ConfigError(f"--results {args.results}: no such folder")
+    for path in write_report(Path(args.results), Path(args.out)):
+        print(path)
     return 0
 
 
@@ -222,7 +267,8 @@ def cmd_list(args) -> int:
     return 0
 
 
-COMMANDS = {"run": cmd_run, "sweep": cmd_sweep, "status": cmd_status, "table": cmd_table, "list": cmd_list}
+COMMANDS = {"run": cmd_run, "sweep": cmd_sweep, "status": cmd_status, "table": cmd_table, "plot": cmd_plot,
+            "report": cmd_report, "model": model_command.run, "list": cmd_list}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,1 @@
+"""The papers' reported numbers beside the reproduced ones: reference values, matching, tables."""

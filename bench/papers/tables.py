@@ -1,0 +1,138 @@
+"""The papers' tables rebuilt from the reference values and the stored records: one section per table or
+figure, in the paper's order, each row its value, the reproduction (mean ± std over seeds, n), the delta and
+how the reproduction's setting differs. A row without a matching run stays, marked missing."""
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+from ..records import iter_records
+from .reference import PAPER_DIR, PAPERS, load_analogues, load_references
+from .reproduce import Cell, reproduce
+
+FORMATS = ("md", "csv", "latex")
+MISSING = "missing"
+
+
+def paper_names(which: str) -> list[str]:
+    return list(PAPERS) if which == "all" else [which]
+
+
+def build(which: str, results: Path, paper_dir: Path = PAPER_DIR) -> list[Cell]:
+    """Every reference row of the paper(s) with its reproduction from the records below ``results``."""
+    records = [r for r in iter_records(results) if isinstance(r.get("config"), dict)]
+    analogues = load_analogues(paper_dir)
+    cells = []
+    for paper in paper_names(which):
+        cells += [reproduce(ref, records, analogues) for ref in load_references(paper, paper_dir)]
+    return cells
+
+
+def _decimals(ref_value: float, unit: str) -> int:
+    """As many decimals as the paper printed, at least two (a reproduction is finer than 98%)."""
+    if unit == "count":
+        return 0
+    text = repr(float(ref_value))
+    printed = 0 if "e" in text or text.endswith(".0") else len(text.split(".")[1])
+    return max(2, min(printed, 6))
+
+
+def _number(value: float | None, unit: str, decimals: int | None = None) -> str:
+    if value is None:
+        return ""
+    if decimals is None:  # a paper's value: as printed
+        return f"{value:,.0f}" if unit == "count" or (float(value).is_integer() and abs(value) >= 1000) \
+            else f"{value:g}"
+    return f"{value:,.{decimals}f}"
+
+
+def _reproduced(cell: Cell) -> str:
+    if not cell.values:
+        return MISSING
+    d = _decimals(cell.ref.value, cell.ref.unit)
+    text = _number(cell.mean, cell.ref.unit, d)
+    return text + (f" ± {_number(cell.std, cell.ref.unit, d)}" if cell.std is not None else "")
+
+
+def rows(cells: list[Cell]) -> list[dict]:
+    out = []
+    for c in cells:
+        r = c.ref
+        out.append({"paper": r.paper, "source": r.source, "row": r.row, "setting": r.setting(), "metric": r.metric,
+                    "unit": r.unit, "paper value": _number(r.value, r.unit), "reproduced": _reproduced(c),
+                    "n": str(c.n) if c.n else "", "delta": (f"{c.delta:+,.{_decimals(r.value, r.unit)}f}" if c.delta is not None else ""),
+                    "differs": "; ".join(c.markers) if c.values else (c.why_missing or MISSING),
+                    "runs": " ".join(c.run_ids)})
+    return out
+
+
+SHOWN = ["row", "setting", "metric", "unit", "paper value", "reproduced", "n", "delta", "differs"]
+
+
+def _sections(table: list[dict]):
+    current, group = None, []
+    for row in table:
+        key = (row["paper"], row["source"])
+        if key != current and group:
+            yield current, group
+            group = []
+        current = key
+        group.append(row)
+    if group:
+        yield current, group
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def render_markdown(table: list[dict]) -> str:
+    parts = []
+    for (paper, source), group in _sections(table):
+        done = sum(r["reproduced"] != MISSING for r in group)
+        parts.append(f"### {PAPERS[paper]}: {source}\n\n{done} of {len(group)} reproduced\n")
+        parts.append("| " + " | ".join(SHOWN) + " |")
+        parts.append("|" + "|".join("---:" if c in ("paper value", "n", "delta") else "---" for c in SHOWN) + "|")
+        parts += ["| " + " | ".join(_md_cell(r[c]) for c in SHOWN) + " |" for r in group]
+        parts.append("")
+    return "\n".join(parts) + ("\n" if parts else "(no reference values)\n")
+
+
+def render_csv(table: list[dict]) -> str:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=["paper", "source", *SHOWN, "runs"], lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(table)
+    return buf.getvalue()
+
+
+_LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+                  "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "±": r"$\pm$",
+                  "—": "---", "≥": r"$\geq$", "≤": r"$\leq$", "×": r"$\times$"}
+
+
+def latex_escape(text: str) -> str:
+    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text)
+
+
+def render_latex(table: list[dict]) -> str:
+    """One booktabs table per paper table (needs \\usepackage{booktabs})."""
+    parts = []
+    for (paper, source), group in _sections(table):
+        parts += [r"\begin{table}[ht]", r"\centering", r"\small",
+                  rf"\caption{{{latex_escape(PAPERS[paper])}: {latex_escape(source)}, paper vs.\ reproduced}}",
+                  r"\begin{tabular}{lllrrrl}", r"\toprule",
+                  r"Row & Setting & Metric & Paper & Reproduced & $\Delta$ & Differs \\", r"\midrule"]
+        for r in group:
+            unit = f" ({r['unit']})" if r["unit"] else ""
+            fields = [r["row"], r["setting"], r["metric"] + unit, r["paper value"],
+                      r["reproduced"] + (f" (n={r['n']})" if r["n"] and r["n"] != "1" else ""), r["delta"],
+                      r["differs"]]
+            parts.append(" & ".join(latex_escape(f) for f in fields) + r" \\")
+        parts += [r"\bottomrule", r"\end{tabular}", r"\end{table}", ""]
+    return "\n".join(parts) + "\n"
+
+
+def render(table: list[dict], fmt: str) -> str:
+    return {"md": render_markdown, "csv": render_csv, "latex": render_latex}[fmt](table)

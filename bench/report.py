@@ -1,0 +1,145 @@
+"""``commbench report``: every table and figure in one markdown file and one self-contained HTML page.
+
+Regenerated from the records and the reference values only; nothing in it depends on when or where it was
+made (no timestamps, sorted inputs), so deleting every generated file and running it again gives the same
+bytes. The report is built as a list of blocks rendered twice (markdown, HTML), not converted.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+from dataclasses import dataclass
+from pathlib import Path
+
+from .papers.reference import PAPERS
+from .papers.tables import SHOWN, build, rows
+from .plots import plot_all
+from .records import iter_records
+from .table import COLUMNS, comparison, records_frame
+
+
+@dataclass(frozen=True)
+class Block:
+    kind: str            # "h1", "h2", "h3", "p", "table", "image", "pre"
+    text: str = ""
+    header: tuple = ()   # table columns
+    body: tuple = ()     # table rows (tuples of strings)
+    path: Path | None = None
+
+
+def _table_block(columns, records) -> Block:
+    return Block("table", header=tuple(columns), body=tuple(tuple(str(r[c]) for c in columns) for r in records))
+
+
+def record_digest(results: Path) -> tuple[int, str]:
+    """How many records went in, and a hash of their contents: names the exact inputs of a report."""
+    h = hashlib.sha256()
+    n = 0
+    for r in iter_records(results):
+        h.update(Path(r["_path"]).read_bytes())
+        n += 1
+    return n, h.hexdigest()[:16]
+
+
+def model_blocks() -> list[Block]:
+    """The performance models' headline numbers (TernGrad Figure 5 under the paper's assumptions)."""
+    try:
+        from .perfmodel.report import report_blocks
+    except ImportError:  # the models are optional for a report
+        return []
+    return [Block(**b) for b in report_blocks()]
+
+
+def blocks(results: Path, figures_dir: Path) -> list[Block]:
+    n, digest = record_digest(results)
+    out = [Block("h1", "commbench report"),
+           Block("p", f"Regenerated from {n} run records under `{results}` (content hash {digest}) and the papers' "
+                      "reference values in `results/paper/`. Regenerate with `commbench report`.")]
+    frame = comparison(records_frame(results))
+    out.append(Block("h2", "All runs"))
+    out.append(_table_block(COLUMNS, frame.to_dict("records")) if not frame.empty else Block("p", "(no records)"))
+
+    out.append(Block("h2", "Paper tables"))
+    out.append(Block("p", "Each row: the paper's value, the reproduction (mean ± std over seeds, n runs), the "
+                          "difference, and how the reproduction's setting differs from the paper's."))
+    table = rows(build("all", results))
+    for paper in PAPERS:
+        sources = [r for r in table if r["paper"] == paper]
+        for source in dict.fromkeys(r["source"] for r in sources):
+            group = [r for r in sources if r["source"] == source]
+            done = sum(r["reproduced"] != "missing" for r in group)
+            out.append(Block("h3", f"{PAPERS[paper]}: {source} ({done} of {len(group)} reproduced)"))
+            out.append(_table_block(SHOWN, group))
+
+    out += model_blocks()
+    figures = plot_all(results, figures_dir, formats=("png", "pdf"))
+    out.append(Block("h2", "Figures"))
+    if not figures:
+        out.append(Block("p", "(no records to plot)"))
+    for path in figures:
+        if path.suffix == ".png":
+            out.append(Block("image", path.stem.replace("_", ": ", 1), path=path))
+    return out
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def to_markdown(items: list[Block], base: Path) -> str:
+    lines: list[str] = []
+    for b in items:
+        if b.kind in ("h1", "h2", "h3"):
+            lines += ["#" * int(b.kind[1]) + " " + b.text, ""]
+        elif b.kind == "p":
+            lines += [b.text, ""]
+        elif b.kind == "pre":
+            lines += ["```", b.text.rstrip("\n"), "```", ""]
+        elif b.kind == "table":
+            lines.append("| " + " | ".join(b.header) + " |")
+            lines.append("|" + "---|" * len(b.header))
+            lines += ["| " + " | ".join(_md_escape(c) for c in row) + " |" for row in b.body]
+            lines.append("")
+        elif b.kind == "image":
+            lines += [f"![{b.text}]({b.path.relative_to(base).as_posix()})", ""]
+    return "\n".join(lines)
+
+
+def to_html(items: list[Block]) -> str:
+    """One page, figures embedded as data URIs, so it can be mailed or attached as it is."""
+    parts = ["<!DOCTYPE html>", "<html><head><meta charset='utf-8'><title>commbench report</title>",
+             "<style>body{font-family:sans-serif;max-width:1200px;margin:2em auto;padding:0 1em}"
+             "table{border-collapse:collapse;font-size:12px;margin-bottom:1.5em}"
+             "td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}th{background:#f3f3f3}"
+             "img{max-width:100%}</style></head><body>"]
+    for b in items:
+        if b.kind in ("h1", "h2", "h3"):
+            parts.append(f"<{b.kind}>{html.escape(b.text)}</{b.kind}>")
+        elif b.kind == "p":
+            parts.append(f"<p>{html.escape(b.text)}</p>")
+        elif b.kind == "pre":
+            parts.append(f"<pre>{html.escape(b.text)}</pre>")
+        elif b.kind == "table":
+            head = "".join(f"<th>{html.escape(c)}</th>" for c in b.header)
+            body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in b.body)
+            parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+        elif b.kind == "image":
+            data = base64.b64encode(b.path.read_bytes()).decode()
+            parts.append(f"<figure><img alt='{html.escape(b.text)}' src='data:image/png;base64,{data}'>"
+                         f"<figcaption>{html.escape(b.text)}</figcaption></figure>")
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
+
+
+def write_report(results: Path, out: Path) -> list[Path]:
+    """report.md, report.html and figures/ under ``out``; returns the files written."""
+    from .records import atomic_write
+
+    out.mkdir(parents=True, exist_ok=True)
+    items = blocks(results, out / "figures")
+    md, page = out / "report.md", out / "report.html"
+    atomic_write(md, to_markdown(items, out))
+    atomic_write(page, to_html(items))
+    return [md, page]
+

@@ -1,0 +1,169 @@
+"""Paper tables from hand-made records: matching, means over seeds, markers, missing rows, formats."""
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from bench.config import ConfigError
+from bench.papers.reference import COLUMNS, load_references
+from bench.papers.tables import build, render, rows
+from bench.records import SCHEMA_VERSION
+
+from .conftest import commbench
+
+
+def write_refs(folder: Path, paper: str, refs: list[dict], analogues: str | None = None) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / f"{paper}.csv").open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=COLUMNS)
+        writer.writeheader()
+        for ref in refs:
+            writer.writerow({"paper": paper, "unit": "%", **ref})
+    if analogues is not None:
+        (folder / "analogues.yaml").write_text(analogues)
+    return folder
+
+
+def write_record(root: Path, run_id: str, *, task="lenet-mnist", method="baseline", workers=2, seed=1, top1=0.9,
+                 status="done", backend="dist", tier="paper", dataset="mnist", substitute=None, params=None,
+                 optimizer="momentum", steps=10000, overrides=None, images_per_s=100.0, paper_bytes=None,
+                 bytes_sent=1000) -> dict:
+    record = {
+        "schema_version": SCHEMA_VERSION, "run_id": run_id, "status": status, "error": None,
+        "config": {"task": task, "method": method, "dataset": dataset, "workers": workers, "backend": backend,
+                   "seed": seed, "tier": tier, "recipe": "momentum", "steps": steps, "global_batch": 64,
+                   "batch_per_worker": 64 // workers, "optimizer": {"name": optimizer},
+                   "method_params": params or {}, "overrides": overrides or {}},
+        "data": {"dataset": dataset, "synthetic": dataset == "synthetic", "substitute_for": substitute},
+        "metrics": {"top1": top1, "top5": 0.99, "images_per_s": images_per_s, "bytes_sent": bytes_sent,
+                    "bytes_received": bytes_sent, "bytes_fp32_equiv": 4 * bytes_sent,
+                    "paper_bytes": paper_bytes, "parameters": 1234, "steps": steps},
+        "history": [], "env": {},
+    }
+    (root / "runs").mkdir(parents=True, exist_ok=True)
+    (root / "runs" / f"{run_id}.json").write_text(json.dumps(record))
+    return record
+
+
+TERNGRAD = {"terngrad": {"clip": 2.5, "layerwise": True}, "noclip": {"clip": 0.0, "layerwise": True}}
+
+
+def test_a_row_takes_the_mean_and_std_of_its_seeds_and_the_delta_to_the_paper(tmp_path):
+    refs = write_refs(tmp_path / "paper", "terngrad", [
+        {"source": "Table 2", "row": "TernGrad 2 workers", "task": "lenet-mnist", "dataset": "mnist",
+         "method": "terngrad", "workers": "2", "metric": "top1", "value": "99.0"}])
+    results = tmp_path / "results"
+    write_record(results, "a", method="terngrad", params=TERNGRAD["terngrad"], top1=0.98, seed=1)
+    write_record(results, "b", method="terngrad", params=TERNGRAD["terngrad"], top1=0.99, seed=2)
+    write_record(results, "c", method="terngrad", params=TERNGRAD["noclip"], top1=0.10, seed=1)  # other variant
+    write_record(results, "d", method="terngrad", params=TERNGRAD["terngrad"], top1=0.50, workers=4)  # other count
+    write_record(results, "e", method="terngrad", params=TERNGRAD["terngrad"], top1=0.20, status="failed")
+    [cell] = build("terngrad", results, refs)
+    assert cell.values == pytest.approx([98.0, 99.0]) and sorted(cell.run_ids) == ["a", "b"]
+    assert cell.mean == pytest.approx(98.5) and cell.std == pytest.approx(0.7071, abs=1e-4)
+    assert cell.delta == pytest.approx(-0.5) and cell.markers == []
+    [row] = rows([cell])
+    assert row["reproduced"] == "98.50 ± 0.71" and row["n"] == "2" and row["delta"] == "-0.50"
+    assert row["paper value"] == "99"
+
+
+def test_variant_rows_match_only_their_variant(tmp_path):
+    refs = write_refs(tmp_path / "paper", "terngrad", [
+        {"source": "Table 2", "row": "TernGrad", "task": "lenet-mnist", "method": "terngrad", "metric": "top1",
+         "value": "99"},
+        {"source": "Table 2", "row": "TernGrad-noclip", "task": "lenet-mnist", "method": "terngrad",
+         "variant": "noclip", "metric": "top1", "value": "96"}])
+    results = tmp_path / "results"
+    write_record(results, "clip", method="terngrad", params=TERNGRAD["terngrad"], top1=0.97)
+    write_record(results, "noclip", method="terngrad", params=TERNGRAD["noclip"], top1=0.93)
+    clipped, unclipped = build("terngrad", results, refs)
+    assert clipped.run_ids == ["clip"] and unclipped.run_ids == ["noclip"]
+
+
+def test_substitutions_are_marked(tmp_path):
+    refs = write_refs(tmp_path / "paper", "threshold", [
+        {"source": "Table 1", "row": "BGT T=0.01", "task": "nin-imagenet", "dataset": "imagenet", "method": "bgt",
+         "workers": "8", "threshold": "0.01", "metric": "top1", "value": "50"},
+        {"source": "Table 1", "row": "BGT T=0.01", "task": "nin-imagenet", "dataset": "imagenet", "method": "bgt",
+         "workers": "8", "threshold": "0.01", "metric": "gb_transferred", "value": "100", "unit": "GB"}],
+        analogues="- {paper: threshold, task: nin-imagenet, use: {task: lenet-mnist, workers: 4},"
+                  " reason: 'NiN on ImageNet does not train on 2 CPU cores'}\n")
+    results = tmp_path / "results"
+    write_record(results, "x", method="bgt", workers=4, backend="sim", tier="cpu", dataset="fashion-mnist",
+                 substitute="mnist", params={"threshold": 0.01}, top1=0.8, steps=600, paper_bytes=2e9,
+                 overrides={"steps": {"paper": 10000, "used": 600}})
+    write_record(results, "y", method="bgt", workers=4, params={"threshold": 0.02}, top1=0.1)  # other threshold
+    accuracy, gigabytes = build("threshold", results, refs)
+    assert accuracy.run_ids == ["x"] and accuracy.mean == pytest.approx(80.0)
+    assert accuracy.markers == ["model: lenet-mnist for nin-imagenet", "data: fashion-mnist for mnist",
+                                "shortened: 600 of 10000 steps", "fewer workers: 4 of 8", "simulated workers",
+                                "NiN on ImageNet does not train on 2 CPU cores"]
+    assert gigabytes.mean == pytest.approx(2.0)  # the paper's own accounting (metrics.paper_bytes)
+
+
+def test_gains_pair_each_run_with_the_baseline_of_the_same_setting_and_seed(tmp_path):
+    refs = write_refs(tmp_path / "paper", "terngrad", [
+        {"source": "Figure 3", "row": "largest gain", "task": "lenet-mnist", "method": "terngrad",
+         "variant": "momentum", "metric": "accuracy_gain_max", "value": "0.5"},
+        {"source": "Table 1", "row": "gain at 2", "task": "lenet-mnist", "method": "terngrad", "workers": "2",
+         "metric": "top1_gain", "value": "0.1"}])
+    results = tmp_path / "results"
+    for seed, (base, tern) in enumerate([(0.90, 0.91), (0.90, 0.93)], start=1):
+        write_record(results, f"b2-{seed}", seed=seed, top1=base)
+        write_record(results, f"t2-{seed}", seed=seed, method="terngrad", params=TERNGRAD["terngrad"], top1=tern)
+    write_record(results, "b4", workers=4, top1=0.80)
+    write_record(results, "t4", workers=4, method="terngrad", params=TERNGRAD["terngrad"], top1=0.85)
+    write_record(results, "t8", workers=8, method="terngrad", params=TERNGRAD["terngrad"], top1=0.99)  # no baseline
+    biggest, at_two = build("terngrad", results, refs)
+    assert biggest.mean == pytest.approx(5.0) and biggest.run_ids == ["t4"]
+    assert "at workers 4 (of 2, 4)" in biggest.markers
+    assert at_two.values == pytest.approx([1.0, 3.0])
+
+
+def test_rows_without_runs_stay_and_say_missing(tmp_path):
+    refs = write_refs(tmp_path / "paper", "ssdsgd", [
+        {"source": "Table 2", "row": "k=2", "task": "resnet20-cifar10", "method": "ssdsgd", "delay_steps": "2",
+         "metric": "top1", "value": "91.5"},
+        {"source": "Section 4.4", "row": "speed-up", "task": "resnet50-imagenet", "method": "ssdsgd",
+         "metric": "speedup", "value": "1.3", "unit": "x"}])
+    (tmp_path / "empty").mkdir()
+    table = rows(build("ssdsgd", tmp_path / "empty", refs))
+    assert [r["reproduced"] for r in table] == ["missing", "missing"]
+    assert all(r["differs"] == "no matching run" for r in table)
+    md = render(table, "md")
+    assert md.count("| missing |") == 2 and "0 of 1 reproduced" in md
+    latex = render(table, "latex")
+    assert latex.count(r"\begin{tabular}") == 2 and r"\toprule" in latex and r"\bottomrule" in latex
+    assert r"top1 (\%)" in latex and " % " not in latex  # LaTeX's comment character escaped
+    parsed = list(csv.DictReader(render(table, "csv").splitlines()))
+    assert [p["paper value"] for p in parsed] == ["91.5", "1.3"]
+
+
+def test_bad_reference_files_are_named(tmp_path):
+    folder = tmp_path / "paper"
+    folder.mkdir()
+    (folder / "terngrad.csv").write_text("paper,value\nterngrad,1\n")
+    with pytest.raises(ConfigError, match="columns must be"):
+        load_references("terngrad", folder)
+    write_refs(folder, "terngrad", [{"source": "Table 1", "row": "x", "metric": "top1", "value": "ninety"}])
+    with pytest.raises(ConfigError, match=r"terngrad.csv:2: value must be a number"):
+        load_references("terngrad", folder)
+    with pytest.raises(ConfigError, match="unknown paper"):
+        load_references("imagenet-in-an-hour", folder)
+
+
+def test_the_command_builds_every_paper_table_on_an_empty_results_folder(tmp_path):
+    (tmp_path / "empty").mkdir()
+    proc = commbench("table", "--paper", "all", "--results", str(tmp_path / "empty"))
+    assert proc.returncode == 0, proc.stderr
+    for paper in ("TernGrad", "SSD-SGD", "Thresholded"):
+        assert paper in proc.stdout
+    assert "| missing |" in proc.stdout and " reproduced\n" in proc.stdout
+    latex = commbench("table", "--paper", "threshold", "--format", "latex", "--results", str(tmp_path / "empty"),
+                      "--out", str(tmp_path / "t.tex"))
+    assert latex.returncode == 0 and r"\toprule" in (tmp_path / "t.tex").read_text()
+    bad = commbench("table", "--paper", "all", "--results", str(tmp_path / "nowhere"))
+    assert bad.returncode == 2 and "nowhere" in bad.stderr
