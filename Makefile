@@ -7,7 +7,7 @@ STAMP   = $(VENV)/.installed
 FASHION = /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
 SUDO    = $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test test-all bench data clean
+.PHONY: run test test-all bench report data clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,11 @@ test: $(STAMP) $(FASHION)
 
 test-all: $(STAMP) $(FASHION)
 	$(PY) -m pytest -q -m ''
+
+# every table and figure, regenerated from the committed records (results/report/report.md and .html)
+report: $(STAMP)
+	$(VENV)/bin/commbench report --results results --out results/report
+	$(VENV)/bin/commbench table --paper all --results results --out results/report/paper-tables.md
 
 bench: $(STAMP) $(FASHION)
 	$(PY) -m pytest -q -m benchmark tests/benchmarks -s

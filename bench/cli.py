@@ -53,6 +53,10 @@ def build_parser() -> Parser:
     sweep.add_argument("--out", default="results")
     sweep.add_argument("--dry-run", action="store_true")
     sweep.add_argument("--data-root")
+    sweep.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                       help="a setting for every run of the grid (not one of its axes), e.g. steps=500")
+    sweep.add_argument("--only", action="append", default=[], metavar="AXIS=V1,V2",
+                       help="run only the runs whose AXIS takes one of these values (a part of a long campaign)")
     sweep.add_argument("--quiet", action="store_true")
 
     status = sub.add_parser("status", help="each stored run and its state")
@@ -119,13 +123,42 @@ def cmd_run(args) -> int:
     return 1 if result.record["status"] == "failed" else 0
 
 
+def only(runs: list[RunConfig], grid, filters: list[str]) -> list[RunConfig]:
+    """The runs whose axis values are among those named (``--only workers=1,2``)."""
+    for item in filters:
+        axis, sep, values = item.partition("=")
+        if not sep or not values:
+            raise ConfigError(f"--only {item!r}: expected AXIS=V1,V2")
+        if axis not in grid.axes:
+            raise ConfigError(f"--only {axis}: not an axis of the grid (axes: {', '.join(grid.axes)})")
+        wanted = {v.strip() for v in values.split(",")}
+        unknown = wanted - {str(v) for v in grid.axes[axis]}
+        if unknown:
+            raise ConfigError(f"--only {axis}: {', '.join(sorted(unknown))} not among the axis values "
+                              f"({', '.join(map(str, grid.axes[axis]))})")
+        runs = [c for c in runs if str(_axis_value(c, axis)) in wanted]
+    return runs
+
+
+def _axis_value(cfg: RunConfig, axis: str):
+    if axis.startswith("method."):
+        return cfg.method_params.get(axis.split(".", 1)[1])
+    if axis == "recipe":
+        return cfg.recipe
+    return getattr(cfg, axis.replace(".", "_"), None)
+
+
 def cmd_sweep(args) -> int:
     from .grid import expand, load_grid
 
     grid = load_grid(args.grid)
     if args.data_root:
         grid.base["data_root"] = args.data_root
-    runs = expand(grid)
+    for key, value in parse_set(args.set).items():
+        if key in grid.axes:
+            raise ConfigError(f"--set {key}: is an axis of {args.grid}; change the grid instead")
+        grid.base[key] = value
+    runs = only(expand(grid), grid, args.only)
     profile = None
     if args.launcher == "slurm":
         from .launch.profile import load_profile, run_shape

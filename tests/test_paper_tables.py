@@ -167,3 +167,18 @@ def test_the_command_builds_every_paper_table_on_an_empty_results_folder(tmp_pat
     assert latex.returncode == 0 and r"\toprule" in (tmp_path / "t.tex").read_text()
     bad = commbench("table", "--paper", "all", "--results", str(tmp_path / "nowhere"))
     assert bad.returncode == 2 and "nowhere" in bad.stderr
+
+
+def test_a_warm_up_one_step_off_matches_and_is_marked(tmp_path):
+    refs = write_refs(tmp_path / "paper", "ssdsgd", [
+        {"source": "Table 2", "row": "k=2", "task": "resnet20-cifar10", "method": "ssdsgd", "delay_steps": "2",
+         "warmup_steps": "500", "variant": "glu", "metric": "top1", "value": "92.2"}],
+        analogues="- {paper: ssdsgd, task: resnet20-cifar10, use: {task: lenet-mnist, workers: 4}}\n")
+    results = tmp_path / "results"
+    glu = {"k": 2, "warmup": 499, "local_rule": "glu"}
+    write_record(results, "ok", method="ssdsgd", workers=4, params=glu)
+    write_record(results, "far", method="ssdsgd", workers=4, params={**glu, "warmup": 99})
+    write_record(results, "sgd", method="ssdsgd", workers=4, params={**glu, "local_rule": "sgd"})
+    write_record(results, "w2", method="ssdsgd", workers=2, params=glu)
+    [cell] = build("ssdsgd", results, refs)
+    assert cell.run_ids == ["ok"] and "warm-up 499 for 500" in cell.markers

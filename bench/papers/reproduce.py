@@ -88,7 +88,9 @@ def matches(record: dict, ref: Reference, want: dict, method: str | None = None)
             return False
         if ref.delay_steps is not None and params.get("k") != ref.delay_steps:
             return False
-        if ref.warmup_steps is not None and params.get("warmup") != ref.warmup_steps:
+        # SSD-SGD's Algorithm 1 needs k to divide 1 + warm-up, so the paper's 500 runs as 499 for some k
+        if ref.warmup_steps is not None and (params.get("warmup") is None
+                                             or abs(params["warmup"] - ref.warmup_steps) > 1):
             return False
         for word, test in FLAGS.get(method or "", {}).items():
             if test(params) != (word in ref.variants):
@@ -130,6 +132,9 @@ def markers(records: list[dict], ref: Reference, analogue: Analogue | None) -> l
             add(f"fewer workers: {cfg.get('workers')} of {ref.workers}")
         if cfg.get("backend") == "sim":
             add("simulated workers")
+        warmup = (cfg.get("method_params") or {}).get("warmup")
+        if ref.warmup_steps is not None and warmup is not None and warmup != ref.warmup_steps:
+            add(f"warm-up {warmup} for {ref.warmup_steps}")
         if ref.global_batch and cfg.get("global_batch") != ref.global_batch:
             add(f"batch {cfg.get('global_batch')} for {ref.global_batch}")
         if ref.batch_per_worker and cfg.get("batch_per_worker") != ref.batch_per_worker:

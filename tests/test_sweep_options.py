@@ -1,0 +1,32 @@
+"""``sweep --set`` and ``--only``: running a part of a long campaign grid, as dry runs."""
+from __future__ import annotations
+
+from .conftest import commbench
+
+GRID = "bench/grids/campaign/terngrad-fig3.yaml"
+
+
+def dry(*args: str):
+    proc = commbench("sweep", GRID, "--dry-run", *args)
+    return proc, [line.split() for line in proc.stdout.splitlines()]
+
+
+def test_only_picks_axis_values_and_set_changes_every_run():
+    _, every = dry()
+    assert len(every) == 2 * 2 * 7 * 2  # recipes x methods x worker counts x seeds (one backend per count)
+    proc, part = dry("--only", "workers=1,8", "--only", "seed=1", "--set", "steps=500")
+    assert proc.returncode == 0, proc.stderr
+    assert len(part) == 2 * 2 * 2
+    assert {p[3] for p in part} == {"workers=1", "workers=8"} and all("steps=500" in p for p in part)
+    assert {p[4] for p in part if p[3] == "workers=8"} == {"backend=sim"}  # simulated beyond 2 workers
+    full_ids = {p[0] for p in every}
+    assert not {p[0] for p in part} & full_ids  # other steps, other runs
+
+
+def test_bad_parts_are_named():
+    proc, _ = dry("--only", "workers=3")
+    assert proc.returncode == 2 and "workers: 3 not among the axis values" in proc.stderr
+    proc, _ = dry("--only", "dataset=mnist")
+    assert proc.returncode == 2 and "not an axis" in proc.stderr
+    proc, _ = dry("--set", "workers=4")
+    assert proc.returncode == 2 and "--set workers: is an axis" in proc.stderr
