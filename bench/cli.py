@@ -43,6 +43,8 @@ def build_parser() -> Parser:
     run.add_argument("--force", action="store_true", help="run again even if a done record exists")
     run.add_argument("--save-weights", action="store_true", help="also save worker 0's final weights")
     run.add_argument("--quiet", action="store_true", help="no progress output")
+    run.add_argument("--net", metavar="RATE", help="dist only, needs root: every process in its own network "
+                                                   "namespace, each link limited to RATE (1gbit, 100mbit, 500kbit)")
 
     sweep = sub.add_parser("sweep", help="run every configuration of a grid file")
     sweep.add_argument("grid")
@@ -61,6 +63,9 @@ def build_parser() -> Parser:
 
     status = sub.add_parser("status", help="each stored run and its state")
     status.add_argument("--out", default="results")
+    status.add_argument("--grid", help="also list this grid's runs that have no record yet (what is left)")
+    status.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="as for sweep")
+    status.add_argument("--only", action="append", default=[], metavar="AXIS=V1,V2", help="as for sweep")
 
     table = sub.add_parser("table", help="comparison table from the stored records")
     table.add_argument("--results", default="results")
@@ -87,7 +92,7 @@ def build_parser() -> Parser:
 def run_settings(args) -> dict:
     settings = {"task": args.task, "method": args.method, "workers": args.workers, "backend": args.backend,
                 "steps": args.steps, "epochs": args.epochs, "tier": args.tier, "dataset": args.dataset,
-                "data_root": args.data_root, "seed": args.seed}
+                "data_root": args.data_root, "seed": args.seed, "net": args.net}
     settings = {k: v for k, v in settings.items() if v is not None}
     for key, value in parse_set(args.set).items():
         if key in settings and settings[key] != value:
@@ -148,17 +153,30 @@ def _axis_value(cfg: RunConfig, axis: str):
     return getattr(cfg, axis.replace(".", "_"), None)
 
 
-def cmd_sweep(args) -> int:
+def grid_runs(path: str, sets: list[str], filters: list[str], data_root: str | None = None):
+    """A grid's runs, with ``--set`` applied to every run and ``--only`` picking a part."""
     from .grid import expand, load_grid
 
-    grid = load_grid(args.grid)
-    if args.data_root:
-        grid.base["data_root"] = args.data_root
-    for key, value in parse_set(args.set).items():
+    grid = load_grid(path)
+    if data_root:
+        grid.base["data_root"] = data_root
+    for key, value in parse_set(sets).items():
         if key in grid.axes:
-            raise ConfigError(f"--set {key}: is an axis of {args.grid}; change the grid instead")
+            raise ConfigError(f"--set {key}: is an axis of {path}; change the grid instead")
         grid.base[key] = value
-    runs = only(expand(grid), grid, args.only)
+    return grid, only(expand(grid), grid, filters)
+
+
+def cmd_sweep(args) -> int:
+    grid, runs = grid_runs(args.grid, args.set, args.only, args.data_root)
+    nets = sorted({cfg.net for cfg in runs if cfg.net})
+    if nets and args.launcher != "local":
+        raise ConfigError(f"net: an emulated network ({', '.join(nets)}) needs --launcher local (it puts the "
+                          f"processes of one machine in network namespaces); a Slurm job uses the cluster's network")
+    if nets and not args.dry_run:
+        from .launch.netns import require_netns
+
+        require_netns()
     profile = None
     if args.launcher == "slurm":
         from .launch.profile import load_profile, run_shape
@@ -169,7 +187,8 @@ def cmd_sweep(args) -> int:
     if args.dry_run:
         for cfg in runs:
             line = (f"{cfg.run_id}  {cfg.task} {cfg.method} workers={cfg.workers} backend={cfg.backend} "
-                    f"dataset={cfg.dataset} steps={cfg.steps} seed={cfg.seed} {cfg.method_params or ''}").rstrip()
+                    f"dataset={cfg.dataset} steps={cfg.steps} seed={cfg.seed} "
+                    f"{f'net={cfg.net} ' if cfg.net else ''}{cfg.method_params or ''}").rstrip()
             print(line + (f"  [slurm: {run_shape(cfg, profile).describe()}]" if profile else ""))
         return 0
     if profile is not None:
@@ -200,7 +219,11 @@ def cmd_status(args) -> int:
     states = queue_states([n["job_id"] for n in notes.values()]) if notes else {}
     current = reconcile(out, notes, states)  # writes failed records for jobs that died without one
     records = {r["run_id"]: r for r in iter_records(out)}
-    if not records and not notes:
+    todo = []
+    if args.grid:
+        todo = [c for c in grid_runs(args.grid, args.set, args.only)[1]
+                if c.run_id not in notes and (records.get(c.run_id) or {}).get("status") != "done"]
+    if not records and not notes and not todo:
         print(f"no records under {args.out}")
         return 0
     counts: dict[str, int] = {}
@@ -218,6 +241,10 @@ def cmd_status(args) -> int:
         error = r.get("error") if r is not None and record_is_current(r, note) else None
         print(f"{state:9s} {run_id}  {c.get('task')} {c.get('method')} w={c.get('workers')} {c.get('backend')} "
               f"steps={steps} top1={top1}{job}" + (f"  ({error})" if error else ""))
+    for c in todo:
+        if c.run_id not in records:
+            counts["to do"] = counts.get("to do", 0) + 1
+            print(f"{'to do':9s} {c.run_id}  {c.task} {c.method} w={c.workers} {c.backend} steps=-/{c.steps}")
     if notes and states is None:
         print("(no Slurm commands here: the queue state of submitted runs is unknown)", file=sys.stderr)
     print(", ".join(f"{n} {s}" for s, n in sorted(counts.items())), file=sys.stderr)
@@ -310,9 +337,9 @@ def main(argv: list[str] | None = None) -> int:
         return COMMANDS[args.command](args)
     except ConfigError as exc:
         raise BadInput(str(exc)) from None
-    except KeyboardInterrupt:
-        print("commbench: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:  # Ctrl-C; or SIGTERM while an emulated network existed (launch.netns)
+        print(f"commbench: {getattr(exc, 'reason', 'interrupted')}", file=sys.stderr)
+        return getattr(exc, "exit_code", 130)
 
 
 if __name__ == "__main__":

@@ -30,3 +30,11 @@ def test_bad_parts_are_named():
     assert proc.returncode == 2 and "not an axis" in proc.stderr
     proc, _ = dry("--set", "workers=4")
     assert proc.returncode == 2 and "--set workers: is an axis" in proc.stderr
+
+
+def test_status_lists_what_is_left_of_a_grid(tmp_path):
+    proc = commbench("status", "--out", str(tmp_path), "--grid", GRID, "--only", "workers=1,2", "--only", "seed=1")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 2 * 2 * 2 and all(line.startswith("to do") for line in lines)
+    assert "8 to do" in proc.stderr
