@@ -11,6 +11,7 @@ import dataclasses
 import hashlib
 import json
 import math
+import re
 import typing
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
@@ -81,6 +82,24 @@ def _opt_int(minimum: int):
     return lambda key, v: None if v is None else inner(key, v)
 
 
+# Link rates of an emulated network (``net``): tc's own notation, bits per second.
+NET_UNITS = {"kbit": 1e3, "mbit": 1e6, "gbit": 1e9}
+_NET_RATE = re.compile(r"^(\d+(?:\.\d+)?)(kbit|mbit|gbit)$")
+
+
+def net_rate_bits(rate: str) -> float:
+    """``"100mbit"`` -> 1e8 (bits per second). Raises ConfigError for anything but ``<number><kbit|mbit|gbit>``."""
+    m = _NET_RATE.match(rate.strip().lower()) if isinstance(rate, str) else None
+    if m is None or float(m.group(1)) <= 0:
+        raise ConfigError(f"net: {rate!r} is not a link rate (expected <number><kbit|mbit|gbit>, e.g. 1gbit)")
+    return float(m.group(1)) * NET_UNITS[m.group(2)]
+
+
+def _net(key, v):
+    net_rate_bits(v)
+    return v.strip().lower()  # one spelling per rate: the run id does not depend on case
+
+
 def _bool(key, v):
     if not isinstance(v, bool):
         raise ConfigError(f"{key}: expected true or false, got {v!r}")
@@ -106,6 +125,7 @@ KEYS: dict[str, Callable[[str, Any], Any]] = {
     "eval.every": _int(0), "eval.batch_size": _int(1),
     "device": _choice("auto", "cpu", "cuda"), "threads": _opt_int(1), "fail_at_step": _opt_int(0),
     "deterministic": _bool, "checkpoint.every": _int(0), "step_sleep_s": _float(0, 60),
+    "net": _net,
 }
 
 # Defaults that hold for every task unless its recipe says otherwise (each with its reason).
@@ -130,12 +150,14 @@ GENERIC: dict[str, Cited] = {
     "deterministic": Cited(False, "harness default"),
     "checkpoint.every": Cited(0, "harness default: checkpoint only when a stop signal (SIGUSR1/2) asks"),
     "step_sleep_s": Cited(0.0, "harness default: off (testing aid: a slow step, to meet a time limit)"),
+    "net": Cited(None, "harness default: the host's own network, not emulated"),
 }
 
 # Settings that change how a run executes but not what it computes: left out of the run id.
 NOT_IN_ID = ("data_root", "threads", "sources", "overrides", "checkpoint_every", "step_sleep_s")
-# Fields added after the first records were made: out of the id while empty (see RunConfig.model_options).
-ADDED_EMPTY = ("model_options",)
+# Fields added after the first records were made: out of the id while empty (see RunConfig.model_options), so
+# a run that does not use them keeps the id it had before they existed.
+ADDED_EMPTY = ("model_options", "net")
 
 
 @dataclass(frozen=True)
@@ -172,6 +194,10 @@ class RunConfig:
     overrides: dict = field(default_factory=dict)  # key -> {"paper": v, "used": v, "by": ...}
     checkpoint_every: int = 0  # steps between checkpoints; 0: only when a stop signal asks
     step_sleep_s: float = 0.0  # testing aid: sleep after every step (a run long enough to meet a time limit)
+    # Emulated network (dist only, local launcher): every process in its own network namespace, each link
+    # limited to this rate ("1gbit"); None: the host's own network. Part of the run id when set, since runs at
+    # different rates are different measurements (bench/launch/netns.py).
+    net: str | None = None
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -274,6 +300,9 @@ def resolve(settings: Mapping[str, Any]) -> RunConfig:
     workers, global_batch = values["workers"], values["global_batch"]
     if global_batch % workers:
         raise ConfigError(f"global_batch: {global_batch} does not split evenly over {workers} workers")
+    if values.get("net") is not None and values["backend"] != "dist":
+        raise ConfigError(f"net: an emulated network ({values['net']}) needs backend dist, not "
+                          f"{values['backend']} (sim workers share one process and send nothing over a network)")
     if "epochs" in settings:
         if "steps" in settings:
             raise ConfigError("epochs: give --steps or --epochs, not both")
@@ -309,7 +338,7 @@ def resolve(settings: Mapping[str, Any]) -> RunConfig:
         method_params=method_params, device=values["device"], threads=values["threads"],
         deterministic=values["deterministic"], fail_at_step=values["fail_at_step"],
         data_root=values.get("data_root"), sources=sources, overrides=overrides,
-        checkpoint_every=values["checkpoint.every"], step_sleep_s=values["step_sleep_s"],
+        checkpoint_every=values["checkpoint.every"], step_sleep_s=values["step_sleep_s"], net=values.get("net"),
         model_options={k.split(".", 1)[1]: values[k] for k in ("model.dropout",) if values.get(k) is not None},
     )
 

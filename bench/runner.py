@@ -71,6 +71,13 @@ def execute(cfg: RunConfig, out: Path, *, force: bool = False, save_weights: boo
     (its checkpoint is saved): it returns None once the run is requeued, else why it was not, which becomes
     the failed record's error."""
     out = Path(out)
+    if cfg.net:  # before anything is written: without root or iproute2, bad input (exit 2), not a failed run
+        from .launch.netns import require_netns
+
+        if under_outside_launcher():
+            raise ConfigError(f"net: an emulated network ({cfg.net}) is built by the harness's own local launcher; "
+                              f"under torchrun or Slurm the processes already have their network")
+        require_netns()
     existing = read_record(out, cfg.run_id)
     if existing is not None and existing.get("status") == "done" and not force:
         return RunResult(existing, out / "runs" / f"{cfg.run_id}.json", skipped=True)
@@ -122,9 +129,10 @@ def execute(cfg: RunConfig, out: Path, *, force: bool = False, save_weights: boo
                 outcome, world = launch_local(cfg, out / "logs" / cfg.run_id, report=progress.update,
                                               save_weights=save_weights, checkpoint_dir=ckpt_dir)
         status = outcome.status
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM during a --net run (launch.netns.Terminated)
         progress.close()
-        _store(cfg, out, "failed", "interrupted (Ctrl-C)", outcome, world, (started_at, t0, code), save_weights)
+        _store(cfg, out, "failed", getattr(exc, "reason", "interrupted (Ctrl-C)"), outcome, world,
+               (started_at, t0, code), save_weights)
         raise
     except RankFailed:  # recorded already; the outside launcher must see this process fail and stop the rest
         raise
@@ -150,6 +158,8 @@ def _store(cfg: RunConfig, out: Path, status: str, error: str | None, outcome: O
     wall_s = time.perf_counter() - t0
     device = "cuda" if (cfg.device == "cuda" or (cfg.device == "auto" and _cuda())) else "cpu"
     env = collect_env(world["world_size"], world["dist_backend"], device, started_at, server_count(cfg), code)
+    if cfg.net:
+        env["net"] = cfg.net  # every process in its own network namespace, each link limited to this rate
     if outcome is not None and outcome.resumed_at:
         env["resumed_at_steps"] = outcome.resumed_at
     metrics = {**EMPTY_METRICS, **(outcome.metrics if outcome else {}), "wall_s": wall_s}

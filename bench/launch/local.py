@@ -2,6 +2,7 @@
 
 Ranks 0..N-1 are the workers, N..N+S-1 the servers. If any process dies (an exception, a signal, SIGKILL from outside), the rest are killed at once rather than
 left blocked in a collective until gloo's timeout, and the run fails with the first worker's reason.
+With ``--net RATE`` every process runs in its own network namespace of an emulated network (:mod:`.netns`).
 """
 from __future__ import annotations
 
@@ -50,28 +51,45 @@ def launch_local(cfg: RunConfig, log_dir: Path, report: Callable[[int, int, floa
                  save_weights: bool = False, poll_s: float = 0.1,
                  checkpoint_dir: Path | None = None) -> tuple[Outcome, dict]:
     """Run ``cfg`` as ``cfg.workers`` (+ servers) local processes. Returns (outcome, {world_size, dist_backend}).
-    A stop signal (SIGUSR1/2) to this process is passed on to every one of them."""
+    A stop signal (SIGUSR1/2) to this process is passed on to every one of them.
+
+    With ``cfg.net`` (a link rate) every process runs in its own network namespace of an emulated network
+    (:mod:`.netns`), built before they start and torn down after they end, and the outcome's metrics get
+    ``wire_bytes_measured`` (what it counts: :meth:`.netns.Network.wire_bytes`)."""
     log_dir.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="commbench-") as tmp:
-        run = Path(tmp)
+    total = cfg.workers + server_count(cfg)
+    with contextlib.ExitStack() as stack:
+        run = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="commbench-")))
+        net = None
+        if cfg.net:
+            from .netns import emulated_network
+
+            net = stack.enter_context(emulated_network(total, cfg.net))
         (run / "config.json").write_text(json.dumps({
             "config": cfg.to_dict(), "save_weights": save_weights,
             "checkpoint_dir": str(checkpoint_dir.resolve()) if checkpoint_dir else None}))
-        total = cfg.workers + server_count(cfg)
         # LOCAL_WORLD_SIZE counts the workers only: it sets each worker's share of the cores, which must be
         # what a sim run of the same configuration uses (servers do elementwise sums and need little).
-        base_env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port()),
-                    "WORLD_SIZE": str(total), "LOCAL_WORLD_SIZE": str(cfg.workers),
+        base_env = {**os.environ, "MASTER_ADDR": net.address(0) if net else "127.0.0.1",
+                    "MASTER_PORT": str(free_port()), "WORLD_SIZE": str(total), "LOCAL_WORLD_SIZE": str(cfg.workers),
                     "COMMBENCH_WORKER": "1"}
+        if net:
+            # Every byte between processes must cross the emulated links: gloo and NCCL bind the namespace's
+            # link (not whatever the host name resolves to), and NCCL may not take its shared-memory or
+            # GPU-to-GPU shortcuts between processes of one host.
+            base_env.update(GLOO_SOCKET_IFNAME=net.interface, NCCL_SOCKET_IFNAME=net.interface,
+                            NCCL_SHM_DISABLE="1", NCCL_P2P_DISABLE="1", NCCL_IB_DISABLE="1")
         names = [f"worker {r}" for r in range(cfg.workers)] + [f"server {s}" for s in range(total - cfg.workers)]
         procs, logs = [], []
+        wire_before = net.wire_bytes(range(cfg.workers)) if net else None
         try:
             for rank in range(total):
                 log = log_dir / (f"rank{rank}.log" if rank < cfg.workers else f"server{rank - cfg.workers}.log")
                 logs.append(log)
+                command = [sys.executable, "-m", "bench.worker", str(run)]
                 with open(log, "w") as fh:
                     procs.append(subprocess.Popen(
-                        [sys.executable, "-m", "bench.worker", str(run)], stdout=fh, stderr=subprocess.STDOUT,
+                        net.exec_prefix(rank) + command if net else command, stdout=fh, stderr=subprocess.STDOUT,
                         env={**base_env, "RANK": str(rank), "LOCAL_RANK": str(rank)}))
             with _forward_stop_signals(procs):
                 _watch(procs, logs, names, run, report, poll_s)
@@ -82,6 +100,10 @@ def launch_local(cfg: RunConfig, log_dir: Path, report: Callable[[int, int, floa
             for p in procs:
                 p.wait()
         result = json.loads((run / "result.json").read_text())
+        if net:
+            # A resumed run's ledger counts every attempt since step 0, the links only this one: not comparable.
+            measured = net.wire_bytes(range(cfg.workers)) - wire_before
+            result["metrics"]["wire_bytes_measured"] = None if result.get("resumed_at") else measured
         weights = None
         if save_weights and (run / "weights.pt").exists():
             import torch
