@@ -116,6 +116,11 @@ def _throughput_vs_workers(ax, frame: pd.DataFrame, model: Callable | None = Non
         modelled = model(data)
         if modelled is not None and not modelled.empty:
             data = pd.concat([data, modelled.assign(source="modelled")], ignore_index=True)
+    if "modelled_images_per_s" in data and data["modelled_images_per_s"].notna().any():
+        # the performance model's prediction for the same runs (bench.perfmodel.measured)
+        modelled = data.dropna(subset=["modelled_images_per_s"]).assign(
+            images_per_s=lambda f: f["modelled_images_per_s"], source="modelled (TernGrad Eq. 8-9)")
+        data = pd.concat([data, modelled], ignore_index=True)
     sns.lineplot(data=data, x="workers", y="images_per_s", hue="method", style="source", markers=True,
                  errorbar=None, ax=ax)
     ax.set(xlabel="workers", ylabel="images/s (training)")
@@ -148,18 +153,30 @@ def plot_all(results: Path, out: Path, model: Callable | None = None, formats=("
     if frame.empty:
         return written
     out.mkdir(parents=True, exist_ok=True)
+    if frame["net"].notna().any():
+        from .perfmodel.measured import comparison
+
+        modelled = {row["run_id"]: row["modelled_images_per_s"] for row in comparison(results)}
+        frame["modelled_images_per_s"] = frame["run_id"].map(modelled)
     for figure in FIGURES:
-        for task, group in figure.select(frame).groupby("task", sort=True):
+        # runs on an emulated network are their own figures, one per link rate
+        selected = figure.select(frame).assign(net=lambda f: f["net"].fillna(""))
+        for (task, net), group in selected.groupby(["task", "net"], sort=True):
             if group.empty:
                 continue
+            if net and figure.name == "throughput-vs-workers":
+                group = pd.concat([group, selected[(selected["task"] == task) & (selected["workers"] == 1)
+                                                   & (selected["net"] == "")]])  # the 1-worker point
+            suffix = f"_{net}" if net else ""
             fig, ax = plt.subplots(figsize=(5.5, 3.8))
             kwargs = {"model": model} if figure.draw is _throughput_vs_workers else {}
             if figure.draw(ax, group.reset_index(drop=True), **kwargs):
-                ax.set_title(f"{figure.title}\n{task} ({', '.join(sorted(group['dataset'].dropna().unique()))})",
-                             fontsize=9)
+                link = f", links {net}" if net else ""
+                ax.set_title(f"{figure.title}\n{task} ({', '.join(sorted(group['dataset'].dropna().unique()))}"
+                             f"{link})", fontsize=9)
                 fig.tight_layout()
                 for fmt in formats:
-                    path = out / f"{figure.name}_{task}.{fmt}"
+                    path = out / f"{figure.name}_{task}{suffix}.{fmt}"
                     # no creation date or software version in the files: the same records give the same bytes
                     meta = {"CreationDate": None, "Producer": None} if fmt == "pdf" else {"Software": None}
                     fig.savefig(path, dpi=120, metadata=meta)

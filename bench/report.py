@@ -51,6 +51,31 @@ def model_blocks() -> list[Block]:
     return [Block(**b) for b in report_blocks()]
 
 
+def network_blocks(results: Path) -> list[Block]:
+    """Runs on the emulated network: measured images/s beside the model's prediction for the same setting."""
+    from .perfmodel.measured import comparison
+
+    rows = comparison(results)
+    if not rows:
+        return []
+
+    def fmt(value, spec):
+        return "—" if value is None else format(value, spec)
+
+    header = ("task", "method", "workers", "link", "batch/worker", "measured images/s", "modelled images/s",
+              "model error", "wire bytes/step")
+    body = tuple((r["task"], r["method"], str(r["workers"]), r["net"], str(r["batch_per_worker"]),
+                  fmt(r["measured_images_per_s"], ".2f"), fmt(r["modelled_images_per_s"], ".2f"),
+                  fmt(r["model_error_pct"], "+.0f") + ("%" if r["model_error_pct"] is not None else ""),
+                  fmt(r["wire_bytes_per_step"], ",.0f")) for r in rows)
+    return [Block("h2", "Emulated network: measured vs modelled throughput"),
+            Block("p", "Every process in its own network namespace, each link limited with tc tbf (--net). "
+                       "Modelled: TernGrad's weak-scaling model (supplement Eq. 8-9) with the link rate, the "
+                       "1-worker run's step time and the run's own ledger bytes per step "
+                       "(bench/perfmodel/measured.py); a missing 1-worker run leaves the model empty."),
+            Block("table", header=header, body=body)]
+
+
 def blocks(results: Path, figures_dir: Path) -> list[Block]:
     n, digest = record_digest(results)
     out = [Block("h1", "commbench report"),
@@ -73,6 +98,7 @@ def blocks(results: Path, figures_dir: Path) -> list[Block]:
             out.append(_table_block(SHOWN, group))
 
     out += model_blocks()
+    out += network_blocks(results)
     figures = plot_all(results, figures_dir, formats=("png", "pdf"))
     out.append(Block("h2", "Figures"))
     if not figures:

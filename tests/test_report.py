@@ -89,3 +89,28 @@ def test_plot_and_report_commands(tmp_path):
     assert (tmp_path / "rep" / "report.html").is_file()
     bad = commbench("plot", "--results", str(tmp_path / "nowhere"))
     assert bad.returncode == 2 and "nowhere" in bad.stderr
+
+
+def test_emulated_network_runs_sit_beside_the_model_prediction(tmp_path):
+    from bench.perfmodel.measured import comparison
+
+    root = tmp_path / "results"
+
+    def put(run_id, workers, net, global_batch, train_s, bytes_sent, images_per_s):
+        write_record(root, run_id, task="alexnet-imagenet", workers=workers, steps=4, bytes_sent=bytes_sent,
+                     images_per_s=images_per_s)
+        path = root / "runs" / f"{run_id}.json"
+        record = json.loads(path.read_text())
+        record["config"].update(net=net, global_batch=global_batch)
+        record["metrics"].update(train_s=train_s, wire_bytes_measured=2 * bytes_sent)
+        path.write_text(json.dumps(record))
+
+    put("one", 1, None, 8, train_s=2.0, bytes_sent=0, images_per_s=16.0)       # 0.5 s per step of 8 images
+    put("two", 2, "1gbit", 16, train_s=9.0, bytes_sent=int(1e9), images_per_s=8.0)  # 1.25e8 B per worker-step
+    [row] = comparison(root)
+    # Eq. 8 with i = 1, j = 2: T = 0.5 + (50e-6 + 1.25e8 / 1.25e8) * log2(2) = 1.50005 s; Eq. 9: 2 * 8 / T
+    assert row["modelled_images_per_s"] == pytest.approx(16 / 1.50005)
+    assert row["model_error_pct"] == pytest.approx(100 * (16 / 1.50005 - 8) / 8)
+    assert row["wire_bytes_per_step"] == pytest.approx(5e8) and row["net"] == "1gbit"
+    blocks = report.network_blocks(root)
+    assert blocks[-1].body[0][6:8] == ("10.67", "+33%")
