@@ -182,3 +182,18 @@ def test_a_warm_up_one_step_off_matches_and_is_marked(tmp_path):
     write_record(results, "w2", method="ssdsgd", workers=2, params=glu)
     [cell] = build("ssdsgd", results, refs)
     assert cell.run_ids == ["ok"] and "warm-up 499 for 500" in cell.markers
+
+
+def test_speeds_are_not_taken_from_a_stand_in_model(tmp_path):
+    refs = write_refs(tmp_path / "paper", "terngrad", [
+        {"source": "Figure 5", "row": "3.04x", "task": "alexnet-imagenet", "method": "terngrad", "workers": "2",
+         "variant": "performance-model", "metric": "speedup", "value": "3.04", "unit": "x"},
+        {"source": "Section 4", "row": "speed", "task": "alexnet-imagenet", "method": "terngrad", "workers": "2",
+         "metric": "throughput_images_per_s", "value": "100", "unit": "images/s"}],
+        analogues="- {paper: terngrad, task: alexnet-imagenet, use: {task: lenet-mnist}}\n")
+    results = tmp_path / "results"
+    write_record(results, "b", top1=0.9)
+    write_record(results, "t", method="terngrad", params=TERNGRAD["terngrad"], top1=0.9, images_per_s=300.0)
+    modelled, speed = build("terngrad", results, refs)
+    assert modelled.values == [] and "modelled in the paper" in modelled.why_missing
+    assert speed.values == [] and "not comparable on the stand-in lenet-mnist" in speed.why_missing

@@ -211,9 +211,19 @@ def _paired(runs: list[dict], baselines: list[dict], how) -> list[tuple[float, d
     return out
 
 
+# speeds of a stand-in model say nothing about the paper's model
+SPEED_METRICS = {"throughput_images_per_s", "speedup", "speedup_pct", "speedup_pct_min", "speedup_pct_max"}
+
+
 def reproduce(ref: Reference, records: list[dict], analogues: list[Analogue]) -> Cell:
     want, analogue = target(ref, analogues)
     cell = Cell(ref)
+    if "performance-model" in ref.variants:
+        cell.why_missing = "modelled in the paper: see commbench model and the report's emulated-network runs"
+        return cell
+    if analogue is not None and ref.metric in SPEED_METRICS:
+        cell.why_missing = f"a speed: not comparable on the stand-in {analogue.use.get('task')}"
+        return cell
     runs = [r for r in records if matches(r, ref, want)]
     if not runs and analogue is None and ref.task:
         cell.why_missing = "no matching run"
