@@ -167,11 +167,23 @@ def test_fit_needs_two_sizes():
 
 
 def test_measure_on_gloo():
-    sizes = [4096, 262144, 4194304]
-    samples = alphabeta.measure("allreduce", sizes, world_size=2, repeats=3, warmup=1)
-    assert [b for b, _ in samples] == sizes
-    assert all(t > 0 for _, t in samples)
-    assert samples[-1][1] > samples[0][1]  # 4 MiB takes longer than 4 KiB
+    """Both collectives on 2 gloo processes: one sample per size, in order, each a median of positive times.
+    Each worker also checks the collective's values at every size (alphabeta._verify), so a wrong op or size
+    fails the measurement. Which size is faster is not asserted: that is a timing, and timings belong in
+    benchmarks."""
+    sizes = [4096, 262144]
+    samples = alphabeta.measure_many(["allreduce", "allgather"], sizes, world_size=2, repeats=3, warmup=1)
+    for op in ("allreduce", "allgather"):
+        assert [b for b, _ in samples[op]] == sizes
+        assert all(t > 0 for _, t in samples[op])
+
+
+def test_verify_catches_a_wrong_collective(monkeypatch):
+    import torch.distributed as dist
+
+    monkeypatch.setattr(dist, "all_reduce", lambda tensor: None)  # a collective that does nothing
+    with pytest.raises(RuntimeError, match="allreduce of 8 float32 on 2 ranks returned wrong values"):
+        alphabeta._verify("allreduce", 8, 0, 2)
 
 
 def test_measure_rejects_bad_input():

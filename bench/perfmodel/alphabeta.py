@@ -125,11 +125,30 @@ def _worker(rank: int, world: int, port: int, ops: list[str], sizes: list[int], 
                 t0 = time.perf_counter()
                 once()
                 times.append(time.perf_counter() - t0)
+            _verify(op, numel, rank, world)
             results[op].append([numel * 4, statistics.median(times)])
     dist.barrier()
     if rank == 0:
         Path(out_path).write_text(json.dumps(results))
     dist.destroy_process_group()
+
+
+def _verify(op: str, numel: int, rank: int, world: int) -> None:
+    """Run the op once more, untimed, on known values: what was timed is the named collective on ``numel``
+    elements across ``world`` ranks (a broken or mis-sized call fails here, not silently in a fit)."""
+    import torch
+    import torch.distributed as dist
+
+    tensor = torch.full((numel,), float(rank + 1))
+    if op == "allreduce":
+        dist.all_reduce(tensor)
+        ok = bool(torch.all(tensor == world * (world + 1) / 2))
+    else:
+        outputs = [torch.empty(numel) for _ in range(world)]
+        dist.all_gather(outputs, tensor)
+        ok = all(bool(torch.all(o == r + 1)) for r, o in enumerate(outputs))
+    if not ok:
+        raise RuntimeError(f"{op} of {numel} float32 on {world} ranks returned wrong values")
 
 
 def measure_many(ops: Sequence[str], sizes: Sequence[int], world_size: int = 2, repeats: int = 10, warmup: int = 3,
