@@ -220,9 +220,12 @@ def cmd_status(args) -> int:
     current = reconcile(out, notes, states)  # writes failed records for jobs that died without one
     records = {r["run_id"]: r for r in iter_records(out)}
     todo = []
-    if args.grid:
-        todo = [c for c in grid_runs(args.grid, args.set, args.only)[1]
-                if c.run_id not in notes and (records.get(c.run_id) or {}).get("status") != "done"]
+    if args.grid:  # only this grid's runs: those with a record or a job, then those still to do
+        wanted = grid_runs(args.grid, args.set, args.only)[1]
+        ids = {c.run_id for c in wanted}
+        records = {k: v for k, v in records.items() if k in ids}
+        notes = {k: v for k, v in notes.items() if k in ids}
+        todo = [c for c in wanted if c.run_id not in notes and c.run_id not in records]
     if not records and not notes and not todo:
         print(f"no records under {args.out}")
         return 0
@@ -242,9 +245,8 @@ def cmd_status(args) -> int:
         print(f"{state:9s} {run_id}  {c.get('task')} {c.get('method')} w={c.get('workers')} {c.get('backend')} "
               f"steps={steps} top1={top1}{job}" + (f"  ({error})" if error else ""))
     for c in todo:
-        if c.run_id not in records:
-            counts["to do"] = counts.get("to do", 0) + 1
-            print(f"{'to do':9s} {c.run_id}  {c.task} {c.method} w={c.workers} {c.backend} steps=-/{c.steps}")
+        counts["to do"] = counts.get("to do", 0) + 1
+        print(f"{'to do':9s} {c.run_id}  {c.task} {c.method} w={c.workers} {c.backend} steps=-/{c.steps}")
     if notes and states is None:
         print("(no Slurm commands here: the queue state of submitted runs is unknown)", file=sys.stderr)
     print(", ".join(f"{n} {s}" for s, n in sorted(counts.items())), file=sys.stderr)
@@ -322,7 +324,7 @@ def cmd_list(args) -> int:
             params = ", ".join(f"method.{n}" for n in param_fields(m.Params)) or "no parameters"
             print(f"{m.name:10s} {m.summary} ({params})")
     else:
-        for g in sorted(GRIDS_DIR.glob("*.yaml")):
+        for g in sorted(GRIDS_DIR.rglob("*.yaml")):
             print(g.relative_to(GRIDS_DIR.parent.parent))
     return 0
 

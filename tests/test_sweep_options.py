@@ -38,3 +38,25 @@ def test_status_lists_what_is_left_of_a_grid(tmp_path):
     lines = proc.stdout.splitlines()
     assert len(lines) == 2 * 2 * 2 and all(line.startswith("to do") for line in lines)
     assert "8 to do" in proc.stderr
+
+
+def test_status_of_a_grid_shows_only_that_grid(tmp_path):
+    """Records of other runs in the same folder are not the grid's: they are neither listed nor counted."""
+    from bench.grid import expand, load_grid
+    from bench.records import make_record, write_record
+
+    runs = expand(load_grid(GRID))
+    mine, other = runs[0], {"task": "lenet-mnist", "method": "baseline", "workers": 3}
+    for run_id, cfg in ((mine.run_id, mine.to_dict()), ("lenet-mnist_baseline_w3_0000000000", other)):
+        write_record(tmp_path, make_record(run_id, "done", None, cfg, {}, {"top1": 0.5, "steps": 1}, []))
+    proc = commbench("status", "--out", str(tmp_path), "--grid", GRID)
+    assert proc.returncode == 0, proc.stderr
+    assert "lenet-mnist_baseline_w3_0000000000" not in proc.stdout
+    assert proc.stdout.splitlines()[0].startswith(f"done      {mine.run_id}")
+    assert f"1 done, {len(runs) - 1} to do" in proc.stderr
+
+
+def test_list_grids_includes_the_campaign_grids():
+    proc = commbench("list", "grids")
+    assert proc.returncode == 0, proc.stderr
+    assert GRID in proc.stdout.splitlines() and "bench/grids/smoke.yaml" in proc.stdout.splitlines()
