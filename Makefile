@@ -7,7 +7,7 @@ STAMP   = $(VENV)/.installed
 FASHION = /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
 SUDO    = $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test test-all bench report data clean
+.PHONY: run test test-all bench report campaign campaign-net data clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,16 @@ test-all: $(STAMP) $(FASHION)
 report: $(STAMP)
 	$(VENV)/bin/commbench report --results results --out results/report
 	$(VENV)/bin/commbench table --paper all --results results --out results/report/paper-tables.md
+
+# The reproduction campaign: bench/grids/campaign/*.yaml, records in results/campaign/. Hours of CPU time; it
+# is resumable (done runs are skipped), so stop it at will and run it again. `commbench status --out
+# results/campaign --grid GRID` says what is left of a grid. The emulated-network grid needs root: campaign-net.
+CAMPAIGN = model-sizes ssdsgd-table2 terngrad-table1 terngrad-ablation threshold-tables terngrad-fig3
+campaign: $(STAMP) $(FASHION)
+	for g in $(CAMPAIGN); do $(VENV)/bin/commbench sweep bench/grids/campaign/$$g.yaml --out results/campaign; done
+
+campaign-net: $(STAMP)
+	$(SUDO) $(VENV)/bin/commbench sweep bench/grids/campaign/network-fig5.yaml --out results/campaign
 
 bench: $(STAMP) $(FASHION)
 	$(PY) -m pytest -q -m benchmark tests/benchmarks -s
