@@ -85,23 +85,147 @@ def test_variant_rows_match_only_their_variant(tmp_path):
 
 def test_substitutions_are_marked(tmp_path):
     refs = write_refs(tmp_path / "paper", "threshold", [
+        {"source": "Section 3.1", "row": "baseline GB", "task": "nin-imagenet", "dataset": "imagenet",
+         "method": "baseline", "workers": "8", "iterations": "220000", "metric": "gb_transferred", "value": "1000",
+         "unit": "GB"},
         {"source": "Table 1", "row": "BGT T=0.01", "task": "nin-imagenet", "dataset": "imagenet", "method": "bgt",
-         "workers": "8", "threshold": "0.01", "metric": "top1", "value": "50"},
+         "workers": "8", "threshold": "0.01", "iterations": "220000", "metric": "top1", "value": "50"},
         {"source": "Table 1", "row": "BGT T=0.01", "task": "nin-imagenet", "dataset": "imagenet", "method": "bgt",
-         "workers": "8", "threshold": "0.01", "metric": "gb_transferred", "value": "100", "unit": "GB"}],
+         "workers": "8", "threshold": "0.01", "iterations": "220000", "metric": "gb_transferred", "value": "100",
+         "unit": "GB"},
+        {"source": "Table 1", "row": "BGT T=0.01", "task": "nin-imagenet", "dataset": "imagenet", "method": "bgt",
+         "workers": "8", "threshold": "0.01", "iterations": "220000", "metric": "pct_per_gb", "value": "0.5",
+         "unit": "%/GB"}],
         analogues="- {paper: threshold, task: nin-imagenet, use: {task: lenet-mnist, workers: 4},"
                   " reason: 'NiN on ImageNet does not train on 2 CPU cores'}\n")
     results = tmp_path / "results"
     write_record(results, "x", method="bgt", workers=4, backend="sim", tier="cpu", dataset="fashion-mnist",
-                 substitute="mnist", params={"threshold": 0.01}, top1=0.8, steps=600, paper_bytes=2e9,
-                 overrides={"steps": {"paper": 10000, "used": 600}})
+                 substitute="mnist", params={"threshold": 0.01}, top1=0.8, steps=600, paper_bytes=400,
+                 bytes_sent=1000, overrides={"steps": {"paper": 10000, "used": 600}})
     write_record(results, "y", method="bgt", workers=4, params={"threshold": 0.02}, top1=0.1)  # other threshold
-    accuracy, gigabytes = build("threshold", results, refs)
+    _, accuracy, gigabytes, ratio = build("threshold", results, refs)
     assert accuracy.run_ids == ["x"] and accuracy.mean == pytest.approx(80.0)
     assert accuracy.markers == ["model: lenet-mnist for nin-imagenet", "data: fashion-mnist for mnist",
-                                "shortened: 600 of 10000 steps", "fewer workers: 4 of 8", "simulated workers",
+                                "shortened: 600 of 220,000 iterations", "fewer workers: 4 of 8", "simulated workers",
                                 "NiN on ImageNet does not train on 2 CPU cores"]
-    assert gigabytes.mean == pytest.approx(2.0)  # the paper's own accounting (metrics.paper_bytes)
+    # The stand-in's own gigabytes mean nothing for NiN: its share of the fp32 bytes (the paper's accounting,
+    # metrics.paper_bytes: 400 of 4 x 1000) scales the paper's baseline, 10% of 1000 GB.
+    assert gigabytes.mean == pytest.approx(100.0) and gigabytes.delta == pytest.approx(0.0)
+    assert "scaled: our 10% of the fp32 bytes x the paper's baseline 1,000 GB" in gigabytes.markers
+    assert ratio.mean == pytest.approx(80.0 / 100.0)
+
+
+def test_a_row_takes_one_setting_the_nearest_the_papers(tmp_path):
+    """Runs of different settings are never averaged: the longest here (the paper ran 10K steps), with its
+    seeds; the shorter setting is counted in a marker."""
+    refs = write_refs(tmp_path / "paper", "terngrad", [
+        {"source": "Table 2", "row": "TernGrad 2 workers", "task": "lenet-mnist", "dataset": "mnist",
+         "method": "terngrad", "workers": "2", "iterations": "10000", "metric": "top1", "value": "99.0"}])
+    results = tmp_path / "results"
+    write_record(results, "long1", method="terngrad", params=TERNGRAD["terngrad"], top1=0.98, seed=1, steps=1000)
+    write_record(results, "long2", method="terngrad", params=TERNGRAD["terngrad"], top1=0.96, seed=2, steps=1000)
+    write_record(results, "short", method="terngrad", params=TERNGRAD["terngrad"], top1=0.50, seed=1, steps=300)
+    [cell] = build("terngrad", results, refs)
+    assert sorted(cell.run_ids) == ["long1", "long2"] and cell.mean == pytest.approx(97.0)
+    assert "1 other matching setting not pooled" in cell.markers
+    assert "shortened: 1,000 of 10,000 iterations" in cell.markers
+
+
+def test_model_rows_come_from_the_papers_own_model(tmp_path):
+    """Sizes and gradient counts describe a model: any run of it gives them, scaled to the row's nodes and
+    iterations; a stand-in cannot, and the row says which run would."""
+    model_rows = [
+        {"source": "Section 2.2", "row": "size", "task": "nin-imagenet", "method": "baseline", "metric": "model_size",
+         "value": "29", "unit": "MB"},
+        {"source": "Section 3.1", "row": "per iteration", "task": "nin-imagenet", "method": "baseline",
+         "workers": "8", "iterations": "220000", "metric": "gradients_per_iteration", "value": "80", "unit": "count"},
+        {"source": "Section 3.1", "row": "total", "task": "nin-imagenet", "method": "baseline", "workers": "8",
+         "iterations": "220000", "metric": "gradients_total", "value": "1", "unit": "count"},
+        {"source": "Section 3.1", "row": "GB", "task": "nin-imagenet", "method": "baseline", "workers": "8",
+         "iterations": "220000", "metric": "gb_transferred", "value": "1", "unit": "GB"},
+        {"source": "Section 4", "row": "per node", "task": "nin-imagenet", "method": "baseline", "workers": "8",
+         "iterations": "220000", "metric": "bytes_per_node_per_iteration", "value": "30", "unit": "MB"}]
+    refs = write_refs(tmp_path / "paper", "threshold", [{"dataset": "imagenet", **r} for r in model_rows],
+                      analogues="- {paper: threshold, task: nin-imagenet, use: {task: lenet-mnist}}\n")
+    results = tmp_path / "results"
+    write_record(results, "lenet", workers=8)
+    stand_in_only = build("threshold", results, refs)
+    assert all(c.values == [] and "a property of nin-imagenet itself" in c.why_missing for c in stand_in_only)
+    record = write_record(results, "nin", task="nin-imagenet", dataset="synthetic", workers=1, steps=1)
+    record["metrics"]["parameters"] = 7_595_176
+    (results / "runs" / "nin.json").write_text(json.dumps(record))
+    size, per_iteration, total, gigabytes, per_node = build("threshold", results, refs)
+    assert size.values == [pytest.approx(4 * 7_595_176 / 1e6)] and size.run_ids == ["nin"]
+    assert per_iteration.values == [8 * 7_595_176]
+    assert total.values == [8 * 7_595_176 * 220_000]
+    assert gigabytes.values == [pytest.approx(4 * 8 * 7_595_176 * 220_000 / 1e9)]
+    assert per_node.values == [pytest.approx(4 * 7_595_176 / 1e6)]
+    assert "x the paper's 8 nodes x 220,000 iterations" in total.markers[0]
+
+
+def test_losses_against_a_sibling_variant_pair_the_same_setting_and_seed(tmp_path):
+    refs = write_refs(tmp_path / "paper", "ssdsgd", [
+        {"source": "Section 4.4", "row": "SGD vs GLU", "task": "lenet-mnist", "method": "ssdsgd", "workers": "4",
+         "delay_steps": "5", "variant": "sgd", "metric": "top1_loss_vs_glu", "value": "0.5"},
+        {"source": "Section 4.4", "row": "SGD vs DC", "task": "lenet-mnist", "method": "ssdsgd", "workers": "4",
+         "delay_steps": "5", "variant": "sgd", "metric": "top1_loss_vs_dcasgd", "value": "0.1"}])
+    results = tmp_path / "results"
+    rule = {"k": 5, "warmup": 499}
+    for seed, (glu, sgd) in enumerate([(0.90, 0.88), (0.91, 0.87)], start=1):
+        write_record(results, f"glu{seed}", method="ssdsgd", workers=4, seed=seed, top1=glu,
+                     params={**rule, "local_rule": "glu", "local_lr_scale": 4.0})
+        write_record(results, f"sgd{seed}", method="ssdsgd", workers=4, seed=seed, top1=sgd,
+                     params={**rule, "local_rule": "sgd", "local_lr_scale": 0.25})
+    write_record(results, "glu-k4", method="ssdsgd", workers=4, top1=0.5,  # another k: no partner
+                 params={"k": 4, "warmup": 499, "local_rule": "glu", "local_lr_scale": 4.0})
+    vs_glu, vs_dc = build("ssdsgd", results, refs)
+    assert vs_glu.values == pytest.approx([2.0, 4.0]) and sorted(vs_glu.run_ids) == ["sgd1", "sgd2"]
+    assert vs_dc.values == [] and vs_dc.why_missing == "no run of the same setting with the dcasgd variant"
+
+
+def test_a_methods_gap_to_its_baseline_in_the_paper_and_here(tmp_path):
+    refs = write_refs(tmp_path / "paper", "terngrad", [
+        {"source": "Table 2", "row": "floating", "task": "lenet-mnist", "method": "baseline", "workers": "2",
+         "metric": "top1", "value": "57.33"},
+        {"source": "Table 2", "row": "TernGrad", "task": "lenet-mnist", "method": "terngrad", "workers": "2",
+         "metric": "top1", "value": "57.61"}])
+    results = tmp_path / "results"
+    for seed, (base, tern) in enumerate([(0.90, 0.91), (0.90, 0.92)], start=1):
+        write_record(results, f"b{seed}", seed=seed, top1=base)
+        write_record(results, f"t{seed}", seed=seed, method="terngrad", params=TERNGRAD["terngrad"], top1=tern)
+    floating, terngrad = build("terngrad", results, refs)
+    assert floating.paper_gap is None and floating.gap is None
+    assert terngrad.paper_gap == pytest.approx(0.28) and terngrad.gap == pytest.approx(1.5)
+    table = rows([floating, terngrad])
+    assert (table[1]["paper gap"], table[1]["our gap"]) == ("+0.28", "+1.50")
+    assert "gap: a method's top-1/top-5 minus its baseline's" in render(table, "md")
+
+
+def test_the_best_delay_and_the_best_warm_up(tmp_path):
+    refs = write_refs(tmp_path / "paper", "ssdsgd", [
+        {"source": "Section 4.3", "row": "best k", "task": "lenet-mnist", "method": "ssdsgd", "workers": "4",
+         "warmup_steps": "500", "variant": "glu", "metric": "best_delay_steps", "value": "2", "unit": "steps"},
+        {"source": "Section 4.2", "row": "warm-up", "task": "lenet-mnist", "method": "ssdsgd", "workers": "4",
+         "delay_steps": "1", "warmup_steps": "500", "variant": "glu", "metric": "warmup_steps_chosen",
+         "value": "500", "unit": "iterations"}])
+    results = tmp_path / "results"
+    for k, warmup, top1 in ((1, 500, 0.80), (2, 499, 0.85), (5, 499, 0.82), (5, 99, 0.70), (5, 299, 0.90)):
+        write_record(results, f"k{k}w{warmup}", method="ssdsgd", workers=4, top1=top1,
+                     params={"k": k, "warmup": warmup, "local_rule": "glu"})
+    best_k, warm_up = build("ssdsgd", results, refs)
+    assert best_k.values == [2.0] and "of k in 1, 2, 5" in best_k.markers  # warm-ups far from 500 do not count
+    assert warm_up.values == [299.0] and "of warmup in 99, 299, 499" in warm_up.markers
+    assert any(m.startswith("swept at k=5, not the paper's k=1") for m in warm_up.markers)
+
+
+def test_data_fraction_is_the_share_of_the_fp32_bytes(tmp_path):
+    refs = write_refs(tmp_path / "paper", "threshold", [
+        {"source": "Section 4", "row": "WGT share", "task": "lenet-mnist", "method": "wgt", "workers": "2",
+         "threshold": "0.005", "variant": "paper-accounting", "metric": "data_fraction", "value": "1.75"}])
+    results = tmp_path / "results"
+    write_record(results, "w", method="wgt", params={"threshold": 0.005}, paper_bytes=100, bytes_sent=1000)
+    [cell] = build("threshold", results, refs)
+    assert cell.values == [pytest.approx(2.5)]  # 100 of 4 x 1000 bytes
 
 
 def test_gains_pair_each_run_with_the_baseline_of_the_same_setting_and_seed(tmp_path):
@@ -197,3 +321,20 @@ def test_speeds_are_not_taken_from_a_stand_in_model(tmp_path):
     modelled, speed = build("terngrad", results, refs)
     assert modelled.values == [] and "modelled in the paper" in modelled.why_missing
     assert speed.values == [] and "not comparable on the stand-in lenet-mnist" in speed.why_missing
+
+
+def test_a_speed_row_over_several_models_takes_no_stand_in(tmp_path):
+    refs = write_refs(tmp_path / "paper", "ssdsgd", [
+        {"source": "Section 4.6", "row": "all models, lowest", "method": "ssdsgd", "workers": "2", "delay_steps": "5",
+         "metric": "speedup_pct_min", "value": "9.8"}],
+        analogues="- {paper: ssdsgd, task: resnet50-imagenet, use: {task: lenet-mnist}}\n")
+    results = tmp_path / "results"
+    ssd = {"k": 5, "local_rule": "glu"}
+    write_record(results, "b", top1=0.9, images_per_s=100.0)
+    write_record(results, "s", method="ssdsgd", params=ssd, top1=0.9, images_per_s=50.0)
+    [lenet_only] = build("ssdsgd", results, refs)
+    assert lenet_only.values == []
+    write_record(results, "ab", task="alexnet-imagenet", top1=0.0, images_per_s=1.0)
+    write_record(results, "as", task="alexnet-imagenet", method="ssdsgd", params=ssd, top1=0.0, images_per_s=2.0)
+    [alexnet] = build("ssdsgd", results, refs)
+    assert alexnet.values == pytest.approx([100.0]) and alexnet.run_ids == ["as"]

@@ -22,13 +22,13 @@ EXCERPTS = REPO / "tests" / "data" / "paper_tables"
 
 COLUMNS = ["paper", "source", "row", "task", "dataset", "method", "workers", "global_batch",
            "batch_per_worker", "base_lr", "optimizer", "threshold", "delay_steps", "warmup_steps",
-           "variant", "metric", "value", "unit", "note"]
+           "iterations", "variant", "metric", "value", "unit", "note"]
 PAPERS = ("terngrad", "threshold", "ssdsgd")
 TASKS = {"lenet-mnist", "cifarnet-cifar10", "alexnet-imagenet", "googlenet-imagenet", "nin-imagenet",
          "resnet20-cifar10", "resnet50-imagenet", "vgg11-imagenet"}
 DATASETS = {"mnist", "cifar10", "imagenet"}
 METHODS = {"baseline", "terngrad", "wgt", "bgt", "qgt", "ssdsgd"}
-INT_COLUMNS = ("workers", "global_batch", "batch_per_worker", "delay_steps", "warmup_steps")
+INT_COLUMNS = ("workers", "global_batch", "batch_per_worker", "delay_steps", "warmup_steps", "iterations")
 FLOAT_COLUMNS = ("base_lr", "threshold")
 
 SEED_FILES = {
@@ -271,7 +271,23 @@ def test_settings_in_excerpts(paper):
             missing.append(("threshold", r["row"], r["threshold"]))
         if r["base_lr"] and not number_in(text, r["base_lr"]):
             missing.append(("base_lr", r["row"], r["base_lr"]))
+        if r["iterations"] and not any(form in text for form in iteration_forms(int(r["iterations"]))):
+            missing.append(("iterations", r["row"], r["iterations"]))
     assert missing == []
+
+
+def iteration_forms(n: int) -> set[str]:
+    """How the papers print a training length: 220,000 or 300K, 18.75K, 10K."""
+    return {f"{n:,}", f"{n / 1000:g}K"}
+
+
+def test_iteration_counts():
+    tg, th = load("terngrad"), load("threshold")
+    assert {r["iterations"] for r in th} == {"220000"}
+    assert one(tg, source="Table 1", method="terngrad", workers="16", metric="top1")["iterations"] == "18750"
+    assert {r["iterations"] for r in rows_where(tg, source="Table 2", workers="8")} == {"92500"}
+    assert {r["iterations"] for r in rows_where(tg, source="Figure 3")} == {"10000"}
+    assert {r["iterations"] for r in load("ssdsgd")} == {""}  # SSD-SGD states epochs, not iterations
 
 
 @pytest.mark.parametrize("paper", PAPERS)
@@ -337,6 +353,7 @@ def test_threshold_internal_consistency():
                                             ("bgt", "Table 2", "8.75e-3", "2.22", "0.023"),
                                             ("qgt", "Table 3", "3.75e-3", "1.65", "0.23")):
         assert one(th, source="Section 4", method=method, metric="top1_loss")["value"] == loss
+        assert one(th, source="Section 4", method=method, metric="top1_loss")["threshold"] == thr
         assert round(baseline_top1 - value(th, source=source, threshold=thr, metric="top1"), 2) == float(loss)
         gb = value(th, source=source, threshold=thr, metric="gb_transferred")
         assert f"{100 * gb / baseline_gb:.{len(frac.split('.')[1])}f}" == frac

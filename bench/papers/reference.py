@@ -20,9 +20,9 @@ PAPERS = {"terngrad": "TernGrad (Wen et al., NeurIPS 2017)",
           "threshold": "Thresholded gradient synchronization (Anoosheh et al.)",
           "ssdsgd": "SSD-SGD (Xu et al.)"}
 COLUMNS = ["paper", "source", "row", "task", "dataset", "method", "workers", "global_batch", "batch_per_worker",
-           "base_lr", "optimizer", "threshold", "delay_steps", "warmup_steps", "variant", "metric", "value", "unit",
-           "note"]
-_INT = ("workers", "global_batch", "batch_per_worker", "delay_steps", "warmup_steps")
+           "base_lr", "optimizer", "threshold", "delay_steps", "warmup_steps", "iterations", "variant", "metric", "value",
+           "unit", "note"]
+_INT = ("workers", "global_batch", "batch_per_worker", "delay_steps", "warmup_steps", "iterations")
 _FLOAT = ("base_lr", "threshold", "value")
 
 
@@ -44,6 +44,7 @@ class Reference:
     threshold: float | None
     delay_steps: int | None
     warmup_steps: int | None
+    iterations: int | None  # the paper's training length for this row, where it states one
     variant: str | None
     metric: str
     value: float

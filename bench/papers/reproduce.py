@@ -4,13 +4,25 @@ reproduction's setting differs from the paper's (the markers).
 A record matches a row when it is done and agrees on everything the row pins down: task (or the analogue the
 campaign trains instead), method, workers, threshold, delay steps, warm-up, optimizer and the variant (no
 clipping, global scaler, local rule). Batch size and learning rate do not filter; a difference is marked.
-Metrics that compare a method with the baseline (gains, speed-ups) pair each run with the baseline run of
-the same setting and seed.
+
+Matching runs are grouped by *setting* (the whole resolved configuration but the seed): a row's value is the
+mean and spread over the seeds of one setting, never a pool of different settings. When several settings
+match, the one closest to the paper's is used (:func:`closeness`: the paper's own model, real data, the
+paper's batch, the most steps, real processes, the most seeds) and the others are counted in a marker.
+
+Metrics that compare a method with another run (gains, losses, speed-ups) pair each run with the run of the
+same setting and seed: the baseline, or the same method with the variant the row names (clipping on, GLU).
+Rows that describe a model rather than a training run (sizes, gradients per iteration) come from any record
+of the paper's own model, scaled to the row's nodes and iterations; byte totals of a method come from the
+run's fraction of the fp32 bytes, scaled to the paper's own baseline (a stand-in model's gigabytes say
+nothing about NiN's).
 """
 from __future__ import annotations
 
+import json
 import math
 import statistics
+from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -24,7 +36,11 @@ FLAGS: dict[str, dict[str, Callable[[dict], bool]]] = {
 }
 LOCAL_RULES = {"glu": "glu", "local-sgd": "sgd", "sgd": "sgd", "no-local": "none", "dcasgd": "dcasgd"}
 # the parts of a configuration that must agree between a run and the baseline run it is compared with
-PAIR_KEYS = ("task", "dataset", "workers", "backend", "tier", "steps", "seed", "global_batch", "recipe")
+PAIR_KEYS = ("task", "dataset", "workers", "backend", "tier", "steps", "seed", "global_batch", "recipe", "net")
+# configuration keys that do not change what a run computes: a setting is everything else but the seed
+NOT_SETTING = ("seed", "sources", "overrides", "data_root", "threads", "device", "checkpoint_every",
+               "step_sleep_s", "fail_at_step", "eval")
+BYTE_UNITS = {"B": 1.0, "KB": 1e3, "MB": 1e6, "GB": 1e9}
 
 
 @dataclass
@@ -36,6 +52,8 @@ class Cell:
     markers: list[str] = field(default_factory=list)
     run_ids: list[str] = field(default_factory=list)
     why_missing: str | None = None
+    gap: float | None = None        # top-1/top-5 rows of a method: ours minus our baseline (same setting, seed)
+    paper_gap: float | None = None  # the same gap in the paper (its baseline row of the same table)
 
     @property
     def n(self) -> int:
@@ -55,11 +73,18 @@ class Cell:
 
 
 def _params(record: dict) -> dict:
-    return record["config"].get("method_params", {})
+    return record["config"].get("method_params") or {}
 
 
 def _close(a, b) -> bool:
     return a is not None and b is not None and math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-12)
+
+
+def setting_of(record: dict, drop_params: tuple[str, ...] = ()) -> str:
+    """The run's setting: its resolved configuration without the seed (and without ``drop_params``)."""
+    cfg = {k: v for k, v in record["config"].items() if k not in NOT_SETTING}
+    cfg["method_params"] = {k: v for k, v in _params(record).items() if k not in drop_params}
+    return json.dumps(cfg, sort_keys=True, default=str)
 
 
 def target(ref: Reference, analogues: list[Analogue]) -> tuple[dict, Analogue | None]:
@@ -71,7 +96,9 @@ def target(ref: Reference, analogues: list[Analogue]) -> tuple[dict, Analogue | 
     return want, None
 
 
-def matches(record: dict, ref: Reference, want: dict, method: str | None = None) -> bool:
+def matches(record: dict, ref: Reference, want: dict, method: str | None = None,
+            ignore: tuple[str, ...] = ()) -> bool:
+    """``ignore``: row settings not to filter on (``delay_steps``, ``warmup_steps``, ``variant``)."""
     cfg = record["config"]
     params = _params(record)
     method = method or ref.method
@@ -86,23 +113,45 @@ def matches(record: dict, ref: Reference, want: dict, method: str | None = None)
     if method == ref.method:  # the row's own method parameters (a paired baseline has none of them)
         if ref.threshold is not None and not _close(params.get("threshold"), ref.threshold):
             return False
-        if ref.delay_steps is not None and params.get("k") != ref.delay_steps:
+        if ref.delay_steps is not None and "delay_steps" not in ignore and params.get("k") != ref.delay_steps:
             return False
         # SSD-SGD's Algorithm 1 needs k to divide 1 + warm-up, so the paper's 500 runs as 499 for some k
-        if ref.warmup_steps is not None and (params.get("warmup") is None
-                                             or abs(params["warmup"] - ref.warmup_steps) > 1):
+        if ref.warmup_steps is not None and "warmup_steps" not in ignore and (
+                params.get("warmup") is None or abs(params["warmup"] - ref.warmup_steps) > 1):
             return False
-        for word, test in FLAGS.get(method or "", {}).items():
-            if test(params) != (word in ref.variants):
-                return False
-        if method == "ssdsgd":
-            rule = next((LOCAL_RULES[v] for v in ref.variants if v in LOCAL_RULES), "glu")
-            if params.get("local_rule") != rule:
-                return False
+        if "variant" not in ignore:
+            for word, test in FLAGS.get(method or "", {}).items():
+                if test(params) != (word in ref.variants):
+                    return False
+            if method == "ssdsgd":
+                rule = next((LOCAL_RULES[v] for v in ref.variants if v in LOCAL_RULES), "glu")
+                if params.get("local_rule") != rule:
+                    return False
     optimizer = ref.optimizer or next((v for v in ref.variants if v in ("momentum", "vanilla")), None)
     if optimizer and (cfg.get("optimizer") or {}).get("name") != OPTIMIZERS.get(optimizer, optimizer):
         return False
     return True
+
+
+def closeness(group: list[dict], ref: Reference, want: dict) -> tuple:
+    """How near a setting (its runs, one per seed) comes to the paper's, as a sort key: larger is nearer."""
+    cfg, data = group[0]["config"], group[0].get("data") or {}
+    return (cfg.get("task") == ref.task, not data.get("synthetic"), cfg.get("dataset") == ref.dataset,
+            want["global_batch"] is None or cfg.get("global_batch") == want["global_batch"],
+            ref.batch_per_worker is None or cfg.get("batch_per_worker") == ref.batch_per_worker,
+            cfg.get("steps") or 0, cfg.get("backend") == "dist", len(group))
+
+
+def nearest(pairs: list[tuple[float, dict]], ref: Reference, want: dict,
+            drop_params: tuple[str, ...] = ()) -> tuple[list[tuple[float, dict]], int]:
+    """The (value, run) pairs of the setting nearest the paper's; and how many other settings matched."""
+    groups: dict[str, list] = defaultdict(list)
+    for value, record in pairs:
+        groups[setting_of(record, drop_params)].append((value, record))
+    if not groups:
+        return [], 0
+    best = max(groups.values(), key=lambda g: closeness([r for _, r in g], ref, want))
+    return best, len(groups) - 1
 
 
 def markers(records: list[dict], ref: Reference, analogue: Analogue | None) -> list[str]:
@@ -123,16 +172,19 @@ def markers(records: list[dict], ref: Reference, analogue: Analogue | None) -> l
             add(f"data: {data.get('dataset')} for {data['substitute_for']}")
         elif ref.dataset and cfg.get("dataset") != ref.dataset:
             add(f"data: {cfg.get('dataset')} for {ref.dataset}")
-        steps = (cfg.get("overrides") or {}).get("steps")
-        if cfg.get("tier") != "paper" or steps:
-            paper_steps = steps["paper"] if steps else None
-            add(f"shortened: {cfg.get('steps')} of {paper_steps} steps" if paper_steps else
-                f"shortened ({cfg.get('tier')} tier)")
+        steps = cfg.get("steps")
+        tier_steps = ((cfg.get("overrides") or {}).get("steps") or {}).get("paper")
+        if ref.iterations and steps is not None and steps < ref.iterations:
+            add(f"shortened: {steps:,} of {ref.iterations:,} iterations")
+        elif not ref.iterations and tier_steps and steps is not None and steps < tier_steps:
+            add(f"shortened: {steps:,} of the {tier_steps:,} steps of {cfg.get('task')}'s paper tier")
+        elif not ref.iterations and cfg.get("tier") not in (None, "paper"):
+            add(f"shortened ({cfg.get('tier')} tier)")
         if ref.workers and cfg.get("workers", 0) < ref.workers:
             add(f"fewer workers: {cfg.get('workers')} of {ref.workers}")
         if cfg.get("backend") == "sim":
             add("simulated workers")
-        warmup = (cfg.get("method_params") or {}).get("warmup")
+        warmup = _params(r).get("warmup")
         if ref.warmup_steps is not None and warmup is not None and warmup != ref.warmup_steps:
             add(f"warm-up {warmup} for {ref.warmup_steps}")
         if ref.global_batch and cfg.get("global_batch") != ref.global_batch:
@@ -148,43 +200,58 @@ def _percent(value: float | None) -> float | None:
     return None if value is None else 100.0 * value
 
 
-def _times(*factors) -> float | None:
-    return None if any(f is None for f in factors) else math.prod(factors)
-
-
-def _gigabytes(record: dict, paper_accounting: bool) -> float | None:
+def fp32_fraction(record: dict, paper_accounting: bool) -> float | None:
+    """Bytes sent over what fp32 gradients would have sent (the paper's accounting, or ours on the wire).
+    A baseline has no paper_bytes: it sends fp32, its fraction is its own bytes over the fp32 count."""
     m = record["metrics"]
-    count = m.get("paper_bytes") if paper_accounting else m.get("bytes_sent")
-    return None if count is None else count / 1e9
+    count = m.get("paper_bytes") if paper_accounting and m.get("paper_bytes") is not None else m.get("bytes_sent")
+    fp32 = m.get("bytes_fp32_equiv")
+    return count / fp32 if count is not None and fp32 else None
+
+
+def _paper_accounting(ref: Reference) -> bool:
+    return "ours" not in ref.variants
 
 
 # metric -> value of one run, in the reference's unit
 SINGLE: dict[str, Callable[[dict, Reference], float | None]] = {
     "top1": lambda r, ref: _percent(r["metrics"].get("top1")),
     "top5": lambda r, ref: _percent(r["metrics"].get("top5")),
-    "gb_transferred": lambda r, ref: _gigabytes(r, "ours" not in ref.variants),
-    "pct_per_gb": lambda r, ref: (None if not _gigabytes(r, True) else
-                                 _percent(r["metrics"]["top1"]) / _gigabytes(r, True)),
-    # the threshold paper counts gradients over all nodes together
-    "gradients_per_iteration": lambda r, ref: _times(r["metrics"].get("parameters"), r["config"].get("workers")),
-    "gradients_total": lambda r, ref: _times(r["metrics"].get("parameters"), r["config"].get("workers"),
-                                             r["metrics"].get("steps")),
-    "bytes_per_node_per_iteration": lambda r, ref: (
-        r["metrics"]["paper_bytes"] / (r["config"]["workers"] * r["metrics"]["steps"])
-        if r["metrics"].get("paper_bytes") is not None and r["metrics"].get("steps") else None),
+    "data_fraction": lambda r, ref: _percent(fp32_fraction(r, _paper_accounting(ref))),
     "throughput_images_per_s": lambda r, ref: r["metrics"].get("images_per_s"),
 }
+# metrics that describe a model, not a run: from the parameter count of any record of the paper's own model
+MODEL = ("model_size", "gradients_per_iteration", "gradients_total")
+# byte metrics of a method's run, scaled to the paper's run through the paper's baseline value of the metric
+SCALED = ("gb_transferred", "bytes_per_node_per_iteration", "pct_per_gb")
 # metric -> value of a run compared with its baseline run (same setting and seed)
 PAIRED: dict[str, Callable[[dict, dict], float | None]] = {
     "top1_gain": lambda r, b: _percent(r["metrics"]["top1"] - b["metrics"]["top1"]),
     "top1_loss": lambda r, b: _percent(b["metrics"]["top1"] - r["metrics"]["top1"]),
+    "top5_loss": lambda r, b: _percent(b["metrics"]["top5"] - r["metrics"]["top5"]),
     "speedup": lambda r, b: _ratio(r, b),
     "speedup_pct": lambda r, b: None if _ratio(r, b) is None else 100.0 * (_ratio(r, b) - 1.0),
 }
-# metric -> (paired metric, extreme, grouping): the extreme over the groups of the mean paired value in each
-# group (TernGrad Figure 3's largest gain over worker counts; SSD-SGD's speed-up range over delay steps)
-EXTREMES = {"accuracy_gain_max": ("top1_gain", max, "workers"), "accuracy_loss_max": ("top1_loss", max, "workers"),
-            "speedup_pct_max": ("speedup_pct", max, "k"), "speedup_pct_min": ("speedup_pct", min, "k")}
+# metric -> (method parameter that differs, its value in the partner run): a loss against a sibling run of the
+# same method and setting (TernGrad without vs with clipping; SSD-SGD's local SGD vs GLU or DC-ASGD-a)
+SIBLING: dict[str, tuple[str, Callable[[object], bool]]] = {
+    "top1_loss_vs_clipped": ("clip", lambda v: v not in (None, 0)),
+    "top1_loss_vs_glu": ("local_rule", lambda v: v == "glu"),
+    "top1_loss_vs_dcasgd": ("local_rule", lambda v: v == "dcasgd"),
+}
+# per-rule local learning rates differ too (GLU 4 x lr, SGD lr / 4, DC-ASGD-a lr): not part of the pairing
+SIBLING_FREE = {"clip": ("clip",), "local_rule": ("local_rule", "local_lr_scale")}
+# metric -> (paired metric, aggregate over the groups, grouping): TernGrad Figure 3's largest gain over worker
+# counts, SSD-SGD's speed-up range over delay steps, GoogLeNet's mean top-5 loss
+AGGREGATES = {"accuracy_gain_max": ("top1_gain", max, "workers"), "accuracy_loss_max": ("top1_loss", max, "workers"),
+              "speedup_pct_max": ("speedup_pct", max, "k"), "speedup_pct_min": ("speedup_pct", min, "k"),
+              "top5_loss_mean_upper_bound": ("top5_loss", statistics.fmean, "workers")}
+# rows whose analogue at CPU scale does not exist, and why
+NO_ANALOGUE = {
+    "top1_loss_vs_batch_256": "the stand-in keeps the total batch at 64 for every worker count (Figure 3's "
+                              "setting), so the paper's large-batch drop has no analogue in these runs",
+    "gradient_zero_fraction": "the share of zero trits is not recorded by the runs",
+}
 
 
 def _ratio(r: dict, b: dict) -> float | None:
@@ -211,55 +278,192 @@ def _paired(runs: list[dict], baselines: list[dict], how) -> list[tuple[float, d
     return out
 
 
+def _siblings(runs: list[dict], records: list[dict], param: str, wanted: Callable) -> list[tuple[float, dict]]:
+    """(partner top-1 - run top-1, run) for each run with a partner: the same setting and seed, except
+    ``param`` (and what goes with it), whose value in the partner passes ``wanted``."""
+    free = SIBLING_FREE[param]
+
+    def key(r):
+        return setting_of(r, free), r["config"].get("seed")
+
+    partners = {key(r): r for r in records if r.get("status") == "done" and wanted(_params(r).get(param))
+                and (r.get("metrics") or {}).get("top1") is not None}
+    return [(_percent(partners[key(r)]["metrics"]["top1"] - r["metrics"]["top1"]), r)
+            for r in runs if key(r) in partners]
+
+
 # speeds of a stand-in model say nothing about the paper's model
 SPEED_METRICS = {"throughput_images_per_s", "speedup", "speedup_pct", "speedup_pct_min", "speedup_pct_max"}
 
 
-def reproduce(ref: Reference, records: list[dict], analogues: list[Analogue]) -> Cell:
+def _model_value(ref: Reference, parameters: int) -> float | None:
+    if ref.metric == "model_size":
+        return 4 * parameters / BYTE_UNITS.get(ref.unit, 1e6)
+    nodes = ref.workers or 1
+    if ref.metric == "gradients_per_iteration":
+        return float(parameters * nodes)
+    if ref.metric == "bytes_per_node_per_iteration":
+        return 4 * parameters / BYTE_UNITS.get(ref.unit, 1.0)
+    if ref.iterations is None:
+        return None
+    if ref.metric == "gradients_total":
+        return float(parameters * nodes * ref.iterations)
+    if ref.metric == "gb_transferred":
+        return 4 * parameters * nodes * ref.iterations / 1e9
+    return None
+
+
+def _from_model(cell: Cell, ref: Reference, records: list[dict]) -> Cell:
+    """A row that describes the paper's model (its size, gradients per iteration, the baseline's bytes)."""
+    own = [r for r in records if r.get("status") == "done" and r["config"].get("task") == ref.task
+           and (r.get("metrics") or {}).get("parameters")]
+    if not own:
+        cell.why_missing = (f"a property of {ref.task} itself, which the stand-in cannot give: any run of it "
+                            f"fills this row (bench/grids/campaign/model-sizes.yaml)")
+        return cell
+    record = own[0]
+    parameters = int(record["metrics"]["parameters"])
+    value = _model_value(ref, parameters)
+    if value is None:
+        cell.why_missing = "the paper states no iteration count for this total"
+        return cell
+    cell.values, cell.run_ids = [value], [record["run_id"]]
+    per_node = ref.metric in ("model_size", "bytes_per_node_per_iteration")
+    scale = [f"{ref.workers} nodes" if ref.workers and not per_node else "",
+             f"{ref.iterations:,} iterations" if ref.metric in ("gradients_total", "gb_transferred") else ""]
+    scale = " x ".join(s for s in scale if s)
+    cell.markers = [f"from {ref.task}'s {parameters:,} float32 gradients (biases included)"
+                    + (f" x the paper's {scale}" if scale else "")]
+    return cell
+
+
+def _paper_baseline(ref: Reference, references: list[Reference], metric: str) -> Reference | None:
+    """The paper's own baseline value of ``metric`` (the threshold paper's 53,433 GB; its 30 MB per node)."""
+    hits = [r for r in references if r.paper == ref.paper and r.method == "baseline" and r.metric == metric
+            and r.task == ref.task]
+    return hits[0] if len(hits) == 1 else None
+
+
+def _scaled(cell: Cell, ref: Reference, pairs: list[tuple[float, dict]], references: list[Reference]):
+    """A method's byte total at the paper's scale: its fp32 fraction times the paper's baseline bytes."""
+    metric = "gb_transferred" if ref.metric == "pct_per_gb" else ref.metric
+    base = _paper_baseline(ref, references, metric)
+    if base is None:
+        cell.why_missing = f"no baseline value of {metric} in the paper to scale to"
+        return [], None
+    factor = BYTE_UNITS.get(base.unit, 1.0) / BYTE_UNITS.get(ref.unit, 1.0) if ref.metric != "pct_per_gb" else 1.0
+    out = []
+    for fraction, r in pairs:
+        bytes_at_scale = fraction * base.value * factor
+        out.append((r["metrics"]["top1"] * 100 / bytes_at_scale if ref.metric == "pct_per_gb" else bytes_at_scale, r))
+    fractions = [f for f, _ in pairs]
+    what = "top-1 over " if ref.metric == "pct_per_gb" else ""
+    note = (f"scaled: {what}our {statistics.fmean(fractions) * 100:.3g}% of the fp32 bytes x the paper's baseline "
+            f"{base.value:,g} {base.unit}") if fractions else None
+    return out, note
+
+
+def reproduce(ref: Reference, records: list[dict], analogues: list[Analogue],
+              references: list[Reference] = ()) -> Cell:
+    """``references``: the paper's other rows (baselines to scale bytes to and to take accuracy gaps from)."""
     want, analogue = target(ref, analogues)
     cell = Cell(ref)
+    metric = ref.metric
     if "performance-model" in ref.variants:
         cell.why_missing = "modelled in the paper: see commbench model and the report's emulated-network runs"
         return cell
-    if analogue is not None and ref.metric in SPEED_METRICS:
+    if metric in MODEL or (metric in ("gb_transferred", "bytes_per_node_per_iteration") and ref.method == "baseline"):
+        return _from_model(cell, ref, records)
+    if analogue is not None and metric in SPEED_METRICS:
         cell.why_missing = f"a speed: not comparable on the stand-in {analogue.use.get('task')}"
         return cell
-    runs = [r for r in records if matches(r, ref, want)]
-    if not runs and analogue is None and ref.task:
-        cell.why_missing = "no matching run"
+    if metric in SPEED_METRICS:  # a row over several models: never from a model that only stands in for one
+        stand_ins = {a.use.get("task") for a in analogues if a.paper == ref.paper} - {ref.task}
+        records = [r for r in records if r["config"].get("task") not in stand_ins]
+    if metric in NO_ANALOGUE:
+        cell.why_missing = NO_ANALOGUE[metric]
+        return cell
+    ignore = ("delay_steps", "warmup_steps") if metric == "warmup_steps_chosen" else ()
+    runs = [r for r in records if matches(r, ref, want, ignore=ignore)]
     baselines = [r for r in records if matches(r, ref, want, method="baseline")]
-    metric = ref.metric
+    extra: list[str] = []
+    others = 0
     if metric in SINGLE:
-        pairs = [(v, r) for r in runs if (v := SINGLE[metric](r, ref)) is not None]
+        pairs, others = nearest([(v, r) for r in runs if (v := SINGLE[metric](r, ref)) is not None], ref, want)
+    elif metric in SCALED:
+        fractions, others = nearest([(f, r) for r in runs if (f := fp32_fraction(r, _paper_accounting(ref)))],
+                                    ref, want)
+        pairs, note = _scaled(cell, ref, fractions, references)
+        extra += [note] if note else []
     elif metric in PAIRED:
-        pairs = _paired(runs, baselines, PAIRED[metric])
+        pairs, others = nearest(_paired(runs, baselines, PAIRED[metric]), ref, want)
         if runs and not pairs:
             cell.why_missing = "no baseline run of the same setting to compare with"
-    elif metric in EXTREMES:
-        how, pick, key = EXTREMES[metric]
-        groups: dict = {}
+    elif metric in SIBLING:
+        param, wanted = SIBLING[metric]
+        pairs, others = nearest(_siblings(runs, records, param, wanted), ref, want)
+        if runs and not pairs:
+            cell.why_missing = f"no run of the same setting with the {metric.rsplit('_vs_', 1)[1]} variant"
+    elif metric in AGGREGATES:
+        how, aggregate, key = AGGREGATES[metric]
+        groups: dict = defaultdict(list)
         for v, r in _paired(runs, baselines, PAIRED[how]):
-            groups.setdefault(_group_value(r, key), []).append((v, r))
+            groups[_group_value(r, key)].append((v, r))
+        groups = {k: nearest(g, ref, want)[0] for k, g in groups.items()}
         pairs = []
         if groups:
-            best = pick(groups, key=lambda g: statistics.fmean(v for v, _ in groups[g]))
-            pairs = groups[best]
-            cell.markers.append(f"at {key} {best} (of {', '.join(map(str, sorted(groups)))})")
-    elif metric == "best_delay_steps":  # the k with the highest mean accuracy
-        groups = {}
-        for r in runs:
-            groups.setdefault(_params(r).get("k"), []).append(r)
+            means = {k: statistics.fmean(v for v, _ in g) for k, g in groups.items()}
+            if aggregate is statistics.fmean:
+                pairs = [(means[k], g[0][1]) for k, g in sorted(groups.items())]
+                extra.append(f"mean over {key} {', '.join(map(str, sorted(groups)))}")
+            else:
+                best = aggregate(means, key=means.get)
+                pairs = groups[best]
+                extra.append(f"at {key} {best} (of {', '.join(map(str, sorted(groups)))})")
+    elif metric in ("best_delay_steps", "warmup_steps_chosen"):  # the k (or warm-up) with the best mean top-1
+        key = "k" if metric == "best_delay_steps" else "warmup"
+        if key == "k":  # the warm-up goes with k (Algorithm 1: (1 + warm-up) % k == 0)
+            family, others = nearest([(0.0, r) for r in runs], ref, want, drop_params=("k", "warmup"))
+        else:  # one k, the family that swept the most warm-up lengths
+            families: dict[str, list] = defaultdict(list)
+            for r in runs:
+                families[setting_of(r, ("warmup",))].append((0.0, r))
+            family = max(families.values(), default=[], key=lambda g: (
+                len({_params(r).get("warmup") for _, r in g}), closeness([r for _, r in g], ref, want)))
+            others = max(0, len(families) - 1)
+        groups = defaultdict(list)
+        for _, r in family:
+            groups[_params(r).get(key)].append(r)
         pairs = []
         if len(groups) > 1:
-            best = max(groups, key=lambda k: statistics.fmean(r["metrics"]["top1"] for r in groups[k]))
+            best = max(groups, key=lambda g: statistics.fmean(r["metrics"]["top1"] for r in groups[g]))
             pairs = [(float(best), groups[best][0])]
-            cell.markers.append(f"of k in {', '.join(map(str, sorted(groups)))}")
+            extra.append(f"of {key} in {', '.join(map(str, sorted(groups)))}")
+            k = _params(groups[best][0]).get("k")
+            if metric == "warmup_steps_chosen" and ref.delay_steps is not None and k != ref.delay_steps:
+                extra.append(f"swept at k={k}, not the paper's k={ref.delay_steps} (commbench's k=1 pulls every "
+                             f"iteration, Algorithm 1, which is synchronous SGD)")
     else:
         cell.why_missing = f"no analogue for metric {metric!r} in the records"
         return cell
     cell.values = [v for v, _ in pairs]
     cell.run_ids = [r["run_id"] for _, r in pairs]
-    cell.markers = markers([r for _, r in pairs], ref, analogue) + cell.markers
+    if others:
+        extra.append(f"{others} other matching setting{'s' * (others > 1)} not pooled")
+    cell.markers = markers([r for _, r in pairs], ref, analogue) + extra
+    if metric in ("top1", "top5") and ref.method != "baseline" and pairs:
+        gaps = _paired([r for _, r in pairs], baselines, lambda r, b: _percent(r["metrics"][metric] - b["metrics"][metric]))
+        cell.gap = statistics.fmean(v for v, _ in gaps) if gaps else None
     if not cell.values and cell.why_missing is None:
-        cell.why_missing = "no matching run"
+        cell.why_missing = "no matching run" if analogue is None or runs else "no run of the stand-in yet"
     return cell
+
+
+def paper_gap(ref: Reference, references: list[Reference]) -> float | None:
+    """The paper's own gap of a method's top-1/top-5 to its baseline row of the same table and setting."""
+    if ref.metric not in ("top1", "top5") or ref.method in (None, "baseline"):
+        return None
+    hits = [r for r in references if r.paper == ref.paper and r.source == ref.source and r.method == "baseline"
+            and r.metric == ref.metric and r.task == ref.task and r.workers == ref.workers
+            and r.global_batch == ref.global_batch and r.batch_per_worker == ref.batch_per_worker]
+    return ref.value - hits[0].value if len(hits) == 1 else None

@@ -1,6 +1,7 @@
 """The papers' tables rebuilt from the reference values and the stored records: one section per table or
-figure, in the paper's order, each row its value, the reproduction (mean ± std over seeds, n), the delta and
-how the reproduction's setting differs. A row without a matching run stays, marked missing."""
+figure, in the paper's order, each row its value, the reproduction (mean ± std over seeds, n), the delta,
+a method's gap to its baseline in the paper and in the reproduction, and how the reproduction's setting
+differs. A row without a matching run stays, marked missing."""
 from __future__ import annotations
 
 import csv
@@ -9,7 +10,7 @@ from pathlib import Path
 
 from ..records import iter_records
 from .reference import PAPER_DIR, PAPERS, load_analogues, load_references
-from .reproduce import Cell, reproduce
+from .reproduce import Cell, paper_gap, reproduce
 
 FORMATS = ("md", "csv", "latex")
 MISSING = "missing"
@@ -25,7 +26,11 @@ def build(which: str, results: Path, paper_dir: Path = PAPER_DIR) -> list[Cell]:
     analogues = load_analogues(paper_dir)
     cells = []
     for paper in paper_names(which):
-        cells += [reproduce(ref, records, analogues) for ref in load_references(paper, paper_dir)]
+        references = load_references(paper, paper_dir)
+        for ref in references:
+            cell = reproduce(ref, records, analogues, references)
+            cell.paper_gap = paper_gap(ref, references)
+            cells.append(cell)
     return cells
 
 
@@ -61,13 +66,21 @@ def rows(cells: list[Cell]) -> list[dict]:
         r = c.ref
         out.append({"paper": r.paper, "source": r.source, "row": r.row, "setting": r.setting(), "metric": r.metric,
                     "unit": r.unit, "paper value": _number(r.value, r.unit), "reproduced": _reproduced(c),
-                    "n": str(c.n) if c.n else "", "delta": (f"{c.delta:+,.{_decimals(r.value, r.unit)}f}" if c.delta is not None else ""),
+                    "n": str(c.n) if c.n else "",
+                    "delta": f"{c.delta:+,.{_decimals(r.value, r.unit)}f}" if c.delta is not None else "",
+                    "paper gap": f"{c.paper_gap:+.2f}" if c.paper_gap is not None else "",
+                    "our gap": f"{c.gap:+.2f}" if c.gap is not None else "",
                     "differs": "; ".join(c.markers) if c.values else (c.why_missing or MISSING),
                     "runs": " ".join(c.run_ids)})
     return out
 
 
-SHOWN = ["row", "setting", "metric", "unit", "paper value", "reproduced", "n", "delta", "differs"]
+SHOWN = ["row", "setting", "metric", "unit", "paper value", "reproduced", "n", "delta", "paper gap", "our gap",
+         "differs"]
+NUMERIC = ("paper value", "n", "delta", "paper gap", "our gap")
+LEGEND = ("reproduced: mean ± std over the seeds of one setting (n runs); delta: reproduced - paper; gap: a "
+          "method's top-1/top-5 minus its baseline's, in the paper (the same table's baseline row) and here (the "
+          "baseline run of the same setting and seed); differs: how the runs' setting departs from the paper's.")
 
 
 def _sections(table: list[dict]):
@@ -88,12 +101,12 @@ def _md_cell(text: str) -> str:
 
 
 def render_markdown(table: list[dict]) -> str:
-    parts = []
+    parts = [f"_{LEGEND}_\n"] if table else []
     for (paper, source), group in _sections(table):
         done = sum(r["reproduced"] != MISSING for r in group)
         parts.append(f"### {PAPERS[paper]}: {source}\n\n{done} of {len(group)} reproduced\n")
         parts.append("| " + " | ".join(SHOWN) + " |")
-        parts.append("|" + "|".join("---:" if c in ("paper value", "n", "delta") else "---" for c in SHOWN) + "|")
+        parts.append("|" + "|".join("---:" if c in NUMERIC else "---" for c in SHOWN) + "|")
         parts += ["| " + " | ".join(_md_cell(r[c]) for c in SHOWN) + " |" for r in group]
         parts.append("")
     return "\n".join(parts) + ("\n" if parts else "(no reference values)\n")
@@ -122,13 +135,14 @@ def render_latex(table: list[dict]) -> str:
     for (paper, source), group in _sections(table):
         parts += [r"\begin{table}[ht]", r"\centering", r"\small",
                   rf"\caption{{{latex_escape(PAPERS[paper])}: {latex_escape(source)}, paper vs.\ reproduced}}",
-                  r"\begin{tabular}{lllrrrl}", r"\toprule",
-                  r"Row & Setting & Metric & Paper & Reproduced & $\Delta$ & Differs \\", r"\midrule"]
+                  r"\begin{tabular}{lllrrrrrl}", r"\toprule",
+                  r"Row & Setting & Metric & Paper & Reproduced & $\Delta$ & Paper gap & Our gap & Differs \\",
+                  r"\midrule"]
         for r in group:
             unit = f" ({r['unit']})" if r["unit"] else ""
             fields = [r["row"], r["setting"], r["metric"] + unit, r["paper value"],
                       r["reproduced"] + (f" (n={r['n']})" if r["n"] and r["n"] != "1" else ""), r["delta"],
-                      r["differs"]]
+                      r["paper gap"], r["our gap"], r["differs"]]
             parts.append(" & ".join(latex_escape(f) for f in fields) + r" \\")
         parts += [r"\bottomrule", r"\end{tabular}", r"\end{table}", ""]
     return "\n".join(parts) + "\n"
