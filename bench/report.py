@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .papers.reference import PAPERS
-from .papers.tables import SHOWN, build, rows
+from .papers.tables import LEGEND, SHOWN, build, rows
 from .plots import plot_all
 from .records import iter_records
 from .table import COLUMNS, comparison, records_frame
@@ -62,17 +62,22 @@ def network_blocks(results: Path) -> list[Block]:
     def fmt(value, spec):
         return "—" if value is None else format(value, spec)
 
-    header = ("task", "method", "workers", "link", "batch/worker", "measured images/s", "modelled images/s",
-              "model error", "wire bytes/step")
+    def pct(value):
+        return fmt(value, "+.0f") + ("%" if value is not None else "")
+
+    header = ("task", "method", "workers", "link", "batch/worker", "measured images/s",
+              "model (1-worker profile)", "error", "model (loopback profile)", "error", "wire bytes/step")
     body = tuple((r["task"], r["method"], str(r["workers"]), r["net"], str(r["batch_per_worker"]),
                   fmt(r["measured_images_per_s"], ".2f"), fmt(r["modelled_images_per_s"], ".2f"),
-                  fmt(r["model_error_pct"], "+.0f") + ("%" if r["model_error_pct"] is not None else ""),
-                  fmt(r["wire_bytes_per_step"], ",.0f")) for r in rows)
+                  pct(r["model_error_pct"]), fmt(r["loopback_modelled_images_per_s"], ".2f"),
+                  pct(r["loopback_model_error_pct"]), fmt(r["wire_bytes_per_step"], ",.0f")) for r in rows)
     return [Block("h2", "Emulated network: measured vs modelled throughput"),
             Block("p", "Every process in its own network namespace, each link limited with tc tbf (--net). "
-                       "Modelled: TernGrad's weak-scaling model (supplement Eq. 8-9) with the link rate, the "
-                       "1-worker run's step time and the run's own ledger bytes per step "
-                       "(bench/perfmodel/measured.py); a missing 1-worker run leaves the model empty."),
+                       "Modelled: TernGrad's weak-scaling model (supplement Eq. 8-9) with the link rate and the "
+                       "run's own ledger bytes per step, once with the 1-worker run's step time as the compute "
+                       "time (as the paper profiles it) and once with the step time of the same workers on the "
+                       "host's loopback (the same processes sharing the same cores, no rate limit; "
+                       "bench/perfmodel/measured.py). A missing profile run leaves its column empty."),
             Block("table", header=header, body=body)]
 
 
@@ -86,8 +91,7 @@ def blocks(results: Path, figures_dir: Path) -> list[Block]:
     out.append(_table_block(COLUMNS, frame.to_dict("records")) if not frame.empty else Block("p", "(no records)"))
 
     out.append(Block("h2", "Paper tables"))
-    out.append(Block("p", "Each row: the paper's value, the reproduction (mean ± std over seeds, n runs), the "
-                          "difference, and how the reproduction's setting differs from the paper's."))
+    out.append(Block("p", LEGEND))
     table = rows(build("all", results))
     for paper in PAPERS:
         sources = [r for r in table if r["paper"] == paper]
@@ -105,7 +109,8 @@ def blocks(results: Path, figures_dir: Path) -> list[Block]:
         out.append(Block("p", "(no records to plot)"))
     for path in figures:
         if path.suffix == ".png":
-            out.append(Block("image", path.stem.replace("_", ": ", 1), path=path))
+            figure, _, setting = path.stem.partition("_")  # the name's parts: the figure, then its setting
+            out.append(Block("image", f"{figure}: {setting.replace('_', ', ')}", path=path))
     return out
 
 

@@ -39,6 +39,10 @@ def small_results(root):
                      top1=0.90 + 0.01 * w, images_per_s=150.0 * w)
     for k in (1, 2, 3):
         write_record(root, f"ssd-k{k}", method="ssdsgd", params={"k": k, "local_rule": "glu"}, top1=0.9 - k / 100)
+    for w in (1, 2, 4):  # weak scaling, 8 images per worker: a throughput sweep
+        record = write_record(root, f"speed-w{w}", workers=w, steps=20, top1=0.5, images_per_s=50.0 * w)
+        record["config"].update(global_batch=8 * w, batch_per_worker=8)
+        (root / "runs" / f"speed-w{w}.json").write_text(json.dumps(record))
     for path in (root / "runs").glob("*.json"):  # a training curve for each run
         record = json.loads(path.read_text())
         record["history"] = [{"step": s, "train_loss": 2.3 / s, "top1": None, "bytes_sent": s} for s in (1, 2, 4)]
@@ -48,9 +52,16 @@ def small_results(root):
 def test_each_figure_is_drawn_when_the_records_support_it(tmp_path):
     small_results(tmp_path / "results")
     names = {p.name for p in plot_all(tmp_path / "results", tmp_path / "figures")}
-    for figure in ("accuracy-vs-bytes", "accuracy-vs-workers", "accuracy-vs-delay", "training-curves",
-                   "throughput-vs-workers"):
-        assert {f"{figure}_lenet-mnist.png", f"{figure}_lenet-mnist.pdf"} <= names, figure
+    # one experiment each, named after the settings held fixed (the 2-worker runs: 10,000 steps, batch 64)
+    for stem in ("accuracy-vs-bytes_lenet-mnist_mnist_w2_dist_b64_s10000_momentum",
+                 "accuracy-vs-workers_lenet-mnist_mnist_b64_s10000_momentum",
+                 "accuracy-vs-delay_lenet-mnist_mnist_w2_b64_s10000_momentum",
+                 "training-curves_lenet-mnist_mnist_w2_dist_b64_s10000_momentum",
+                 "throughput-vs-workers_lenet-mnist_mnist_pw8_s20_momentum"):
+        assert {f"{stem}.png", f"{stem}.pdf"} <= names, stem
+    # the throughput sweep's runs (20 steps, 8 per worker) are not in the 10,000-step accuracy figures
+    assert not any("s20" in n for n in names if not n.startswith(("throughput", "training")))
+    assert len(names) == 2 * 7  # and the 1- and 4-worker runs' training curves: 2 runs each
     (tmp_path / "empty").mkdir()
     assert plot_all(tmp_path / "empty", tmp_path / "none") == []
 
@@ -65,7 +76,9 @@ def test_deleting_every_generated_file_and_running_again_gives_the_same_report(t
     second = {p.relative_to(out): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
     assert first.keys() == second.keys() and first == second
     md = first[out.relative_to(out) / "report.md"].decode()
-    assert "12 run records" in md and "![accuracy-vs-bytes: lenet-mnist](figures/accuracy-vs-bytes_lenet-mnist.png)" in md
+    assert "15 run records" in md
+    assert ("![accuracy-vs-bytes: lenet-mnist, mnist, w2, dist, b64, s10000, momentum]"
+            "(figures/accuracy-vs-bytes_lenet-mnist_mnist_w2_dist_b64_s10000_momentum.png)") in md
     assert "Table 2" in md and "missing" in md  # the paper tables, with the rows these records cannot fill
     page = first[out.relative_to(out) / "report.html"].decode()
     assert page.count("data:image/png;base64,") == md.count("![") > 0  # self-contained
@@ -83,7 +96,8 @@ def test_plot_and_report_commands(tmp_path):
     small_results(tmp_path / "results")
     proc = commbench("plot", "--results", str(tmp_path / "results"), "--out", str(tmp_path / "figs"))
     assert proc.returncode == 0, proc.stderr
-    assert str(tmp_path / "figs" / "accuracy-vs-workers_lenet-mnist.pdf") in proc.stdout.splitlines()
+    assert str(tmp_path / "figs" / "accuracy-vs-workers_lenet-mnist_mnist_b64_s10000_momentum.pdf") \
+        in proc.stdout.splitlines()
     proc = commbench("report", "--results", str(tmp_path / "results"), "--out", str(tmp_path / "rep"))
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "rep" / "report.html").is_file()
@@ -114,3 +128,12 @@ def test_emulated_network_runs_sit_beside_the_model_prediction(tmp_path):
     assert row["wire_bytes_per_step"] == pytest.approx(5e8) and row["net"] == "1gbit"
     blocks = report.network_blocks(root)
     assert blocks[-1].body[0][6:8] == ("10.67", "+33%")
+    assert row["loopback_modelled_images_per_s"] is None and blocks[-1].body[0][8:10] == ("—", "—")
+
+    # The same 2 workers on the host's loopback took 1.25 s a step: that is the compute time of the second
+    # prediction, T = 1.25 + 1.00005 s, 2 * 8 / T images/s.
+    put("loop", 2, None, 16, train_s=5.0, bytes_sent=int(1e9), images_per_s=12.8)
+    [row] = comparison(root)
+    assert row["loopback_modelled_images_per_s"] == pytest.approx(16 / 2.25005)
+    assert row["loopback_model_error_pct"] == pytest.approx(100 * (16 / 2.25005 - 8) / 8)
+    assert report.network_blocks(root)[-1].body[0][8:10] == ("7.11", "-11%")
