@@ -75,6 +75,9 @@ class TernGrad(Method):
     name = "terngrad"
     summary = "TernGrad: stochastic ternary gradients with scaler sharing, packed 2 bits (or 1.6 bits) each"
     Params = TernGradParams
+    # Figure 4(c): how many of the largest layer's gradients (AlexNet's fc6) are ternarized to zero; summed over
+    # workers and steps, their ratio is the average share
+    extra_metrics = ("zero_trits_largest", "trits_largest")
 
     def __init__(self, comm, workers, params, weight_decay, **kwargs):
         super().__init__(comm, workers, params, weight_decay, **kwargs)
@@ -86,6 +89,9 @@ class TernGrad(Method):
         self.float_names = [n for n in self.names if n in floats]
         self.sizes = [shapes[n].numel() for n in self.tern_names]
         self.n_tern = sum(self.sizes)
+        if self.sizes:  # where the largest ternarized tensor lies among one worker's trits
+            j = max(range(len(self.sizes)), key=self.sizes.__getitem__)
+            self.largest = slice(sum(self.sizes[:j]), sum(self.sizes[:j + 1]))
         self.pack, self.unpack, _ = TRIT_PACKINGS[params.packing]
         device = next(iter(self.workers[0].params.values())).device
         self.generator = torch.Generator(device=device)
@@ -125,7 +131,12 @@ class TernGrad(Method):
             shared = torch.stack(everyone[0]).amax(dim=0)
         payloads = []
         for w, (clipped, scalers) in zip(self.workers, prepared):
-            packed = self.pack(self.ternarize(w.seed, step, clipped, scalers if shared is None else shared))
+            trits = self.ternarize(w.seed, step, clipped, scalers if shared is None else shared)
+            if self.n_tern:
+                largest = trits[self.largest]
+                self.comm.ledger.add_extra("zero_trits_largest", w.rank, float((largest == 0).sum()))
+                self.comm.ledger.add_extra("trits_largest", w.rank, float(largest.numel()))
+            packed = self.pack(trits)
             payloads.append(packed if shared is not None else torch.cat([as_bytes(scalers), packed]))
         means = [None] * len(grads)
         if self.n_tern:

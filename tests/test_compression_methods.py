@@ -56,6 +56,22 @@ def test_without_scaler_sharing_the_bound_does_not_hold():
     assert len(torch.unique(ws[0].params["fc.weight"].grad)) > 2 * n + 1
 
 
+def test_terngrad_counts_the_zero_trits_of_its_largest_tensor():
+    """Figure 4(c)'s sparsity: every worker's zero trits in the largest tensor (fc.weight here), counted again
+    by ternarizing that tensor alone from the same (seed, step, tensor) stream."""
+    from methods.codecs.ternary import clip_and_scale, mix_seed, ternarize
+
+    n, params, gs = 3, TernGradParams(wd_in_grad=False, scaler_sharing=False), grads(3, seed=4)
+    _, comm = averaged(TernGrad, params, n, gs, step=7)
+    zeros = 0
+    for rank, g in enumerate(gs):
+        clipped, s = clip_and_scale(g["fc.weight"].reshape(-1), params.clip, params.scaler)
+        trits = ternarize(clipped, s, torch.Generator().manual_seed(mix_seed(100 + rank, 7, 0)))
+        zeros += int((trits == 0).sum())
+    assert comm.ledger.total_extra("trits_largest") == n * 12
+    assert comm.ledger.total_extra("zero_trits_largest") == zeros and 0 < zeros < n * 12
+
+
 @pytest.mark.parametrize("packing, packed", [("2bit", 7), ("base3", 6)])
 @pytest.mark.parametrize("sharing", [True, False])
 def test_terngrad_bytes_by_hand(packing, packed, sharing):

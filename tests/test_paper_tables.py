@@ -338,3 +338,18 @@ def test_a_speed_row_over_several_models_takes_no_stand_in(tmp_path):
     write_record(results, "as", task="alexnet-imagenet", method="ssdsgd", params=ssd, top1=0.0, images_per_s=2.0)
     [alexnet] = build("ssdsgd", results, refs)
     assert alexnet.values == pytest.approx([100.0]) and alexnet.run_ids == ["as"]
+
+
+def test_the_share_of_zero_trits_in_the_largest_tensor(tmp_path):
+    refs = write_refs(tmp_path / "paper", "terngrad", [
+        {"source": "Figure 4", "row": "fc6 zeros", "task": "lenet-mnist", "method": "terngrad", "workers": "2",
+         "metric": "gradient_zero_fraction", "value": "71.32"}])
+    results = tmp_path / "results"
+    record = write_record(results, "t", method="terngrad", params=TERNGRAD["terngrad"])
+    [cell] = build("terngrad", results, refs)
+    assert cell.values == [] and cell.why_missing == "no matching run"  # a record from before the count
+    record["metrics"].update(zero_trits_largest=300, trits_largest=400)
+    (results / "runs" / "t.json").write_text(json.dumps(record))
+    [cell] = build("terngrad", results, refs)
+    assert cell.values == [pytest.approx(75.0)]
+    assert "in the largest ternarized tensor (AlexNet's fc6 is its largest)" in cell.markers
