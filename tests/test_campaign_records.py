@@ -1,0 +1,40 @@
+"""The committed campaign records (results/campaign/) are what the campaign grids say, and nothing else.
+
+Every record there must be a run of one of bench/grids/campaign/*.yaml (a run of some other setting would
+slip into the paper tables unannounced), finished, and made from committed code (git_dirty false), so that
+each number in the tables can be regenerated from a named commit.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bench.grid import expand, load_grid
+
+REPO = Path(__file__).resolve().parents[1]
+RECORDS = sorted((REPO / "results" / "campaign" / "runs").glob("*.json"))
+
+
+@pytest.fixture(scope="module")
+def grid_runs() -> dict[str, str]:
+    """run id -> the campaign grid that has it."""
+    out = {}
+    for grid in sorted((REPO / "bench" / "grids" / "campaign").glob("*.yaml")):
+        for cfg in expand(load_grid(str(grid))):
+            out.setdefault(cfg.run_id, grid.name)
+    return out
+
+
+def test_there_are_campaign_records():
+    assert len(RECORDS) > 0
+
+
+@pytest.mark.parametrize("path", RECORDS, ids=[p.stem for p in RECORDS])
+def test_each_record_is_a_finished_run_of_a_campaign_grid_from_clean_code(path, grid_runs):
+    record = json.loads(path.read_text())
+    assert record["run_id"] == path.stem
+    assert record["run_id"] in grid_runs, "not a run of any bench/grids/campaign grid"
+    assert record["status"] in ("done", "diverged"), record.get("error")
+    assert record["env"]["git_dirty"] is False and len(record["env"]["git_sha"]) == 40
