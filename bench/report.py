@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .papers.reference import PAPERS
-from .papers.tables import LEGEND, SHOWN, build, rows
+from .papers.tables import LEGEND, MISSING, SHOWN, build, rows, sections
 from .plots import plot_all
 from .records import iter_records
 from .table import COLUMNS, comparison, records_frame
@@ -92,14 +92,10 @@ def blocks(results: Path, figures_dir: Path) -> list[Block]:
 
     out.append(Block("h2", "Paper tables"))
     out.append(Block("p", LEGEND))
-    table = rows(build("all", results))
-    for paper in PAPERS:
-        sources = [r for r in table if r["paper"] == paper]
-        for source in dict.fromkeys(r["source"] for r in sources):
-            group = [r for r in sources if r["source"] == source]
-            done = sum(r["reproduced"] != "missing" for r in group)
-            out.append(Block("h3", f"{PAPERS[paper]}: {source} ({done} of {len(group)} reproduced)"))
-            out.append(_table_block(SHOWN, group))
+    for (paper, source), group in sections(rows(build("all", results))):  # in each paper's own order
+        done = sum(r["reproduced"] != MISSING for r in group)
+        out.append(Block("h3", f"{PAPERS[paper]}: {source} ({done} of {len(group)} reproduced)"))
+        out.append(_table_block(SHOWN, group))
 
     out += model_blocks()
     out += network_blocks(results)

@@ -83,7 +83,8 @@ LEGEND = ("reproduced: mean ± std over the seeds of one setting (n runs); delta
           "baseline run of the same setting and seed); differs: how the runs' setting departs from the paper's.")
 
 
-def _sections(table: list[dict]):
+def sections(table: list[dict]):
+    """Consecutive rows of one (paper, source): the paper's tables in its own order."""
     current, group = None, []
     for row in table:
         key = (row["paper"], row["source"])
@@ -102,7 +103,7 @@ def _md_cell(text: str) -> str:
 
 def render_markdown(table: list[dict]) -> str:
     parts = [f"_{LEGEND}_\n"] if table else []
-    for (paper, source), group in _sections(table):
+    for (paper, source), group in sections(table):
         done = sum(r["reproduced"] != MISSING for r in group)
         parts.append(f"### {PAPERS[paper]}: {source}\n\n{done} of {len(group)} reproduced\n")
         parts.append("| " + " | ".join(SHOWN) + " |")
@@ -132,7 +133,7 @@ def latex_escape(text: str) -> str:
 def render_latex(table: list[dict]) -> str:
     """One booktabs table per paper table (needs \\usepackage{booktabs})."""
     parts = []
-    for (paper, source), group in _sections(table):
+    for (paper, source), group in sections(table):
         parts += [r"\begin{table}[ht]", r"\centering", r"\small",
                   rf"\caption{{{latex_escape(PAPERS[paper])}: {latex_escape(source)}, paper vs.\ reproduced}}",
                   r"\begin{tabular}{lllrrrrrl}", r"\toprule",
