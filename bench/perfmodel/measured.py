@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..config import net_rate_bits
 from ..records import iter_records
-from .command import parse_rate
 from .terngrad import LATENCY_1GBE, predict
 
 NO_COPY = 1e18  # bytes/s: CPU workers have no host-device copy to pay
@@ -37,7 +37,7 @@ def _step_s(record: dict | None) -> float | None:
 def _predict(cfg: dict, m: dict, batch: int, step_s: float) -> tuple[float, float]:
     """(images/s, error % against the measurement) of Eq. 8-9 with compute time ``step_s``."""
     grad = m["bytes_sent"] / (cfg["workers"] * m["steps"])
-    p = predict(cfg["task"], cfg["method"], cfg["workers"], parse_rate(cfg["net"]), step_time_s=step_s,
+    p = predict(cfg["task"], cfg["method"], cfg["workers"], net_rate_bits(cfg["net"]) / 8, step_time_s=step_s,
                 batch=batch, gpus_per_node=1, latency_s=LATENCY_1GBE.value, cpu_gpu_bytes_per_s=NO_COPY,
                 gpu_gpu_bytes_per_s=NO_COPY, grad_bytes=grad)
     # images/s over all workers: Eq. 9 gives N * K / T_weak
