@@ -66,18 +66,22 @@ def network_blocks(results: Path) -> list[Block]:
         return fmt(value, "+.0f") + ("%" if value is not None else "")
 
     header = ("task", "method", "workers", "link", "batch/worker", "measured images/s",
-              "model (1-worker profile)", "error", "model (loopback profile)", "error", "wire bytes/step")
+              "model (1-worker profile)", "error", "model (loopback profile)", "error", "wire bytes/step",
+              "network term")
     body = tuple((r["task"], r["method"], str(r["workers"]), r["net"], str(r["batch_per_worker"]),
                   fmt(r["measured_images_per_s"], ".2f"), fmt(r["modelled_images_per_s"], ".2f"),
                   pct(r["model_error_pct"]), fmt(r["loopback_modelled_images_per_s"], ".2f"),
-                  pct(r["loopback_model_error_pct"]), fmt(r["wire_bytes_per_step"], ",.0f")) for r in rows)
+                  pct(r["loopback_model_error_pct"]), fmt(r["wire_bytes_per_step"], ",.0f"), r["network_term"])
+                 for r in rows)
     return [Block("h2", "Emulated network: measured vs modelled throughput"),
             Block("p", "Every process in its own network namespace, each link limited with tc tbf (--net). "
                        "Modelled: TernGrad's weak-scaling model (supplement Eq. 8-9) with the link rate and the "
                        "run's own ledger bytes per step, once with the 1-worker run's step time as the compute "
                        "time (as the paper profiles it) and once with the step time of the same workers on the "
                        "host's loopback (the same processes sharing the same cores, no rate limit; "
-                       "bench/perfmodel/measured.py). A missing profile run leaves its column empty."),
+                       "bench/perfmodel/measured.py). Runs with parameter servers are priced by their busiest "
+                       "links instead (the servers' ledger bytes over S links: the all-reduce of Eq. 8-9 does "
+                       "not describe them). A missing profile run leaves its column empty."),
             Block("table", header=header, body=body)]
 
 

@@ -137,3 +137,26 @@ def test_emulated_network_runs_sit_beside_the_model_prediction(tmp_path):
     assert row["loopback_modelled_images_per_s"] == pytest.approx(16 / 2.25005)
     assert row["loopback_model_error_pct"] == pytest.approx(100 * (16 / 2.25005 - 8) / 8)
     assert report.network_blocks(root)[-1].body[0][8:10] == ("7.11", "-11%")
+
+
+def test_a_parameter_server_run_is_priced_by_its_busiest_links(tmp_path):
+    """SSD-SGD through one server: 2 workers push 1.0e9 B and pull 0.5e9 B in 4 steps, so the server's link
+    carries 1.5e9 B against 0.75e9 B on each worker's; at 1gbit (1.25e8 B/s) that is 3 s a step, plus the
+    1-worker run's 0.5 s of compute."""
+    from bench.perfmodel.measured import comparison
+
+    root = tmp_path / "results"
+    write_record(root, "one", task="alexnet-imagenet", method="ssdsgd", workers=1, steps=4, bytes_sent=0)
+    record = write_record(root, "ps", task="alexnet-imagenet", method="ssdsgd", workers=2, steps=4,
+                          bytes_sent=int(1e9), images_per_s=4.0)
+    for run_id, changes in (("one", {"global_batch": 8, "net": None}), ("ps", {"global_batch": 16, "net": "1gbit"})):
+        path = root / "runs" / f"{run_id}.json"
+        rec = json.loads(path.read_text())
+        rec["config"].update(changes)
+        rec["metrics"].update(train_s=2.0, server_bytes_received=int(1e9), server_bytes_sent=int(5e8),
+                              bytes_received=int(5e8))
+        rec["env"] = {"parameter_servers": 1}
+        path.write_text(json.dumps(rec))
+    [row] = comparison(root)
+    assert row["network_term"] == "PS links (ledger)"
+    assert row["modelled_images_per_s"] == pytest.approx(16 / (0.5 + 1.5e9 / 1.25e8 / 4))

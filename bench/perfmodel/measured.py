@@ -7,6 +7,12 @@ worker (its train_s / steps), and |g| = the bytes each worker actually sent per 
 For SSD-SGD and the threshold methods this prices their averaged per-step bytes as one all-reduce, as
 TernGrad's model prices every method; the error column shows how far that carries.
 
+A run with parameter servers (SSD-SGD, or the baseline with ``method.topology=ps``) is not an all-reduce:
+every push and pull crosses a server's link, which carries all the workers' traffic for its keys. Its
+network term is therefore the time of the busiest links, from the ledger: the servers' bytes in and out over
+S links at the rate, or each worker's own bytes, whichever takes longer; with no overlap of computation and
+communication assumed (an upper bound for SSD-SGD, whose pushes may overlap the next iteration).
+
 The model's compute term assumes each worker computes alone, as on the paper's GPUs. On one host the workers
 share its cores, and each also decodes its peers' payloads, so a second prediction takes the compute time
 from a run of the same workers on the host's loopback (``net`` unset: the same processes, the same sharing,
@@ -34,14 +40,38 @@ def _step_s(record: dict | None) -> float | None:
     return m["train_s"] / m["steps"] if m.get("train_s") and m.get("steps") else None
 
 
-def _predict(cfg: dict, m: dict, batch: int, step_s: float) -> tuple[float, float]:
-    """(images/s, error % against the measurement) of Eq. 8-9 with compute time ``step_s``."""
-    grad = m["bytes_sent"] / (cfg["workers"] * m["steps"])
-    p = predict(cfg["task"], cfg["method"], cfg["workers"], net_rate_bits(cfg["net"]) / 8, step_time_s=step_s,
-                batch=batch, gpus_per_node=1, latency_s=LATENCY_1GBE.value, cpu_gpu_bytes_per_s=NO_COPY,
-                gpu_gpu_bytes_per_s=NO_COPY, grad_bytes=grad)
-    # images/s over all workers: Eq. 9 gives N * K / T_weak
-    return p.images_per_s, 100.0 * (p.images_per_s - m["images_per_s"]) / m["images_per_s"]
+def servers_of(record: dict) -> int:
+    """How many parameter servers the run had (0: an all-reduce run)."""
+    m = record["metrics"]
+    if m.get("server_bytes_received") is None:
+        return 0
+    return int(record.get("env", {}).get("parameter_servers") or record["config"].get("method_params", {})
+               .get("servers") or 1)
+
+
+def ps_link_seconds(record: dict) -> float:
+    """Seconds per step on the busiest links of a parameter-server run: the servers' bytes in and out over
+    their S links, or one worker's own bytes in and out, at the run's link rate (bytes/s, each direction)."""
+    cfg, m = record["config"], record["metrics"]
+    rate = net_rate_bits(cfg["net"]) / 8
+    servers = (m["server_bytes_received"] + m["server_bytes_sent"]) / servers_of(record)
+    worker = (m["bytes_sent"] + m["bytes_received"]) / cfg["workers"]
+    return max(servers, worker) / rate / m["steps"]
+
+
+def _predict(record: dict, batch: int, step_s: float) -> tuple[float, float]:
+    """(images/s, error % against the measurement) with compute time ``step_s``: Eq. 8-9 for an all-reduce
+    run, the parameter servers' links for a PS run."""
+    cfg, m = record["config"], record["metrics"]
+    if servers_of(record):
+        images_per_s = cfg["workers"] * batch / (step_s + ps_link_seconds(record))
+    else:
+        grad = m["bytes_sent"] / (cfg["workers"] * m["steps"])
+        p = predict(cfg["task"], cfg["method"], cfg["workers"], net_rate_bits(cfg["net"]) / 8, step_time_s=step_s,
+                    batch=batch, gpus_per_node=1, latency_s=LATENCY_1GBE.value, cpu_gpu_bytes_per_s=NO_COPY,
+                    gpu_gpu_bytes_per_s=NO_COPY, grad_bytes=grad)
+        images_per_s = p.images_per_s  # over all workers: Eq. 9 gives N * K / T_weak
+    return images_per_s, 100.0 * (images_per_s - m["images_per_s"]) / m["images_per_s"]
 
 
 def comparison(results: Path) -> list[dict]:
@@ -60,14 +90,15 @@ def comparison(results: Path) -> list[dict]:
         batch = cfg["global_batch"] // cfg["workers"]
         ref = single.get(_key(cfg))
         row = {"task": cfg["task"], "method": cfg["method"], "workers": cfg["workers"], "net": cfg["net"],
+               "network_term": "PS links (ledger)" if servers_of(r) else "all-reduce (Eq. 8-9)",
                "batch_per_worker": batch, "measured_images_per_s": m["images_per_s"],
                "wire_bytes_per_step": (m["wire_bytes_measured"] / m["steps"]
                                        if m.get("wire_bytes_measured") is not None else None),
                "modelled_images_per_s": None, "model_error_pct": None,
                "loopback_modelled_images_per_s": None, "loopback_model_error_pct": None, "run_id": r["run_id"]}
         if (step_s := _step_s(ref)) is not None:
-            row["modelled_images_per_s"], row["model_error_pct"] = _predict(cfg, m, batch, step_s)
+            row["modelled_images_per_s"], row["model_error_pct"] = _predict(r, batch, step_s)
         if (step_s := _step_s(loopback.get((_key(cfg), cfg["workers"])))) is not None:
-            row["loopback_modelled_images_per_s"], row["loopback_model_error_pct"] = _predict(cfg, m, batch, step_s)
+            row["loopback_modelled_images_per_s"], row["loopback_model_error_pct"] = _predict(r, batch, step_s)
         rows.append(row)
     return rows
