@@ -189,6 +189,7 @@ def _throughput_vs_workers(ax, frame: pd.DataFrame, model: Callable | None = Non
     sns.lineplot(data=data, x="workers", y="images_per_s", hue="line", style="source", markers=True,
                  errorbar=None, ax=ax)
     ax.legend(fontsize=6)
+    ax.set_xticks(sorted(int(w) for w in data["workers"].unique()))
     ax.set(xlabel="workers (one process each)", ylabel="images/s (training)")
     return True
 
