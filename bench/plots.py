@@ -128,7 +128,8 @@ def _accuracy_vs_delay(ax, frame: pd.DataFrame) -> bool:
     ssd = ssd[warmup >= warmup.groupby(ssd["k"]).transform("max") - 1]
     if ssd["k"].nunique() < 2:
         return False
-    sns.lineplot(data=ssd, x="k", y="top1", hue="local_rule", style="local_rule", markers=True, errorbar="sd", ax=ax)
+    sns.lineplot(data=ssd, x="k", y="top1", hue="local_rule", style="local_rule", markers=True, errorbar="sd",
+                 hue_order=sorted(ssd["local_rule"].unique()), style_order=sorted(ssd["local_rule"].unique()), ax=ax)
     _baseline_line(ax, frame)
     ax.legend(fontsize=7)
     ax.set(xlabel="delay steps k", ylabel="top-1 accuracy (%)")
@@ -146,8 +147,9 @@ def _accuracy_vs_warmup(ax, frame: pd.DataFrame) -> bool:
     swept = ssd[ssd["k"] == k]
     if swept["warmup"].nunique() < 2:
         return False
+    rules = sorted(swept["local_rule"].unique())
     sns.lineplot(data=swept, x="warmup", y="top1", hue="local_rule", style="local_rule", markers=True,
-                 errorbar="sd", ax=ax)
+                 errorbar="sd", hue_order=rules, style_order=rules, ax=ax)
     _baseline_line(ax, frame)
     ax.legend(fontsize=7)
     ax.set(xlabel=f"warm-up iterations (synchronous SGD before the delay; k = {k:g})", ylabel="top-1 accuracy (%)")
