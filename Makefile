@@ -44,7 +44,7 @@ campaign: $(STAMP) $(FASHION)
 	for g in $(CAMPAIGN); do $(VENV)/bin/commbench sweep bench/grids/campaign/$$g.yaml --out results/campaign; done
 
 campaign-net: $(STAMP)
-	$(SUDO) $(VENV)/bin/commbench sweep bench/grids/campaign/network-fig5.yaml --out results/campaign
+	for g in network-fig5 network-ssdsgd; do $(SUDO) $(VENV)/bin/commbench sweep bench/grids/campaign/$$g.yaml --out results/campaign; done
 
 bench: $(STAMP) $(FASHION)
 	$(PY) -m pytest -q -m benchmark tests/benchmarks -s

@@ -353,3 +353,20 @@ def test_the_share_of_zero_trits_in_the_largest_tensor(tmp_path):
     [cell] = build("terngrad", results, refs)
     assert cell.values == [pytest.approx(75.0)]
     assert "in the largest ternarized tensor (AlexNet's fc6 is its largest)" in cell.markers
+
+
+def test_a_parameter_server_run_is_compared_with_the_baseline_on_parameter_servers(tmp_path):
+    refs = write_refs(tmp_path / "paper", "ssdsgd", [
+        {"source": "Section 4.6", "row": "SSD-SGD-5 vs SSGD", "task": "alexnet-imagenet", "method": "ssdsgd",
+         "workers": "4", "delay_steps": "5", "variant": "glu", "metric": "speedup_pct", "value": "100.7"}])
+    results = tmp_path / "results"
+    ps = {"topology": "ps", "servers": 4}
+    write_record(results, "ssd", task="alexnet-imagenet", method="ssdsgd", workers=4, top1=0.0, images_per_s=3.0,
+                 params={**ps, "k": 5, "warmup": 4, "local_rule": "glu"}, steps=15)
+    write_record(results, "ssgd15", task="alexnet-imagenet", workers=4, top1=0.0, images_per_s=2.0, params=ps,
+                 steps=15)
+    write_record(results, "zallreduce15", task="alexnet-imagenet", workers=4, top1=0.0, images_per_s=10.0,
+                 params={"topology": "allreduce", "servers": 1}, steps=15)  # the same run but its exchange
+    [cell] = build("ssdsgd", results, refs)
+    assert cell.values == pytest.approx([50.0]) and cell.run_ids == ["ssd"]  # 3.0 over the PS baseline's 2.0
+    assert "throughput over all 15 steps, 5 of them the synchronous warm-up" in cell.markers

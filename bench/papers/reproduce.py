@@ -264,9 +264,17 @@ def _group_value(record: dict, key: str):
     return record["config"].get(key) if key in record["config"] else _params(record).get(key)
 
 
+def _exchange(record: dict) -> tuple:
+    """How gradients travel: an all-reduce, or S parameter servers (a PS method pairs with a PS baseline)."""
+    params = _params(record)
+    topology = params.get("topology", "allreduce")
+    return topology, params.get("servers") if topology == "ps" else None
+
+
 def _pair_key(record: dict) -> tuple:
     cfg = record["config"]
-    return tuple(str(cfg.get(k)) for k in PAIR_KEYS) + (str((cfg.get("optimizer") or {}).get("name")),)
+    return (tuple(str(cfg.get(k)) for k in PAIR_KEYS) + (str((cfg.get("optimizer") or {}).get("name")),)
+            + _exchange(record))
 
 
 def _paired(runs: list[dict], baselines: list[dict], how) -> list[tuple[float, dict]]:
@@ -451,6 +459,10 @@ def reproduce(ref: Reference, records: list[dict], analogues: list[Analogue],
     cell.run_ids = [r["run_id"] for _, r in pairs]
     if others:
         extra.append(f"{others} other matching setting{'s' * (others > 1)} not pooled")
+    warmups = {(_params(r).get("warmup"), r["config"].get("steps")) for _, r in pairs if _params(r).get("warmup")}
+    if metric in SPEED_METRICS and warmups:
+        (warmup, steps), *_ = sorted(warmups)
+        extra.append(f"throughput over all {steps} steps, {min(warmup + 1, steps)} of them the synchronous warm-up")
     if metric == "gradient_zero_fraction" and pairs:
         extra.append("in the largest ternarized tensor (AlexNet's fc6 is its largest)")
     cell.markers = markers([r for _, r in pairs], ref, analogue) + extra
