@@ -358,7 +358,8 @@ def test_the_share_of_zero_trits_in_the_largest_tensor(tmp_path):
 def test_a_parameter_server_run_is_compared_with_the_baseline_on_parameter_servers(tmp_path):
     refs = write_refs(tmp_path / "paper", "ssdsgd", [
         {"source": "Section 4.6", "row": "SSD-SGD-5 vs SSGD", "task": "alexnet-imagenet", "method": "ssdsgd",
-         "workers": "4", "delay_steps": "5", "variant": "glu", "metric": "speedup_pct", "value": "100.7"}])
+         "workers": "4", "delay_steps": "5", "warmup_steps": "500", "variant": "glu", "metric": "speedup_pct",
+         "value": "100.7"}])
     results = tmp_path / "results"
     ps = {"topology": "ps", "servers": 4}
     write_record(results, "ssd", task="alexnet-imagenet", method="ssdsgd", workers=4, top1=0.0, images_per_s=3.0,
@@ -370,3 +371,17 @@ def test_a_parameter_server_run_is_compared_with_the_baseline_on_parameter_serve
     [cell] = build("ssdsgd", results, refs)
     assert cell.values == pytest.approx([50.0]) and cell.run_ids == ["ssd"]  # 3.0 over the PS baseline's 2.0
     assert "throughput over all 15 steps, 5 of them the synchronous warm-up" in cell.markers
+    assert "warm-up 4 for 500" in cell.markers  # a speed row takes the run whatever its warm-up, and says so
+
+    # On an emulated network the speed row takes the slowest link (the most communication-bound setting) and
+    # names the others with their values.
+    for net, (ssgd, ssd) in {"1gbit": (4.0, 3.8), "100mbit": (0.7, 0.91)}.items():
+        for method, ips, params in (("baseline", ssgd, ps), ("ssdsgd", ssd, {**ps, "k": 5, "warmup": 4,
+                                                                             "local_rule": "glu"})):
+            record = write_record(results, f"{method}-{net}", task="alexnet-imagenet", method=method, workers=4,
+                                  top1=0.0, images_per_s=ips, params=params, steps=15)
+            record["config"]["net"] = net
+            (results / "runs" / f"{method}-{net}.json").write_text(json.dumps(record))
+    [cell] = build("ssdsgd", results, refs)
+    assert cell.run_ids == ["ssdsgd-100mbit"] and cell.values == pytest.approx([30.0])
+    assert "other settings: 1gbit -5.0, loopback +50.0" in cell.markers

@@ -133,25 +133,49 @@ def matches(record: dict, ref: Reference, want: dict, method: str | None = None,
     return True
 
 
+def _link_bits(record: dict) -> float:
+    """The run's emulated link rate in bits/s; infinite on the host's loopback (no ``--net``)."""
+    from ..config import net_rate_bits
+
+    net = record["config"].get("net")
+    return net_rate_bits(net) if net else math.inf
+
+
 def closeness(group: list[dict], ref: Reference, want: dict) -> tuple:
-    """How near a setting (its runs, one per seed) comes to the paper's, as a sort key: larger is nearer."""
+    """How near a setting (its runs, one per seed) comes to the paper's, as a sort key: larger is nearer.
+    A speed row takes the most communication-bound setting first (the slowest emulated link): the papers'
+    speed-ups are claims about relieving that bottleneck."""
     cfg, data = group[0]["config"], group[0].get("data") or {}
-    return (cfg.get("task") == ref.task, not data.get("synthetic"), cfg.get("dataset") == ref.dataset,
+    speed = (-_link_bits(group[0]),) if ref.metric in SPEED_METRICS else ()
+    return speed + (cfg.get("task") == ref.task, not data.get("synthetic"), cfg.get("dataset") == ref.dataset,
             want["global_batch"] is None or cfg.get("global_batch") == want["global_batch"],
             ref.batch_per_worker is None or cfg.get("batch_per_worker") == ref.batch_per_worker,
             cfg.get("steps") or 0, cfg.get("backend") == "dist", len(group))
 
 
 def nearest(pairs: list[tuple[float, dict]], ref: Reference, want: dict,
-            drop_params: tuple[str, ...] = ()) -> tuple[list[tuple[float, dict]], int]:
-    """The (value, run) pairs of the setting nearest the paper's; and how many other settings matched."""
+            drop_params: tuple[str, ...] = ()) -> tuple[list[tuple[float, dict]], list[list]]:
+    """The (value, run) pairs of the setting nearest the paper's; and those of the other matching settings."""
     groups: dict[str, list] = defaultdict(list)
     for value, record in pairs:
         groups[setting_of(record, drop_params)].append((value, record))
     if not groups:
-        return [], 0
-    best = max(groups.values(), key=lambda g: closeness([r for _, r in g], ref, want))
-    return best, len(groups) - 1
+        return [], []
+    ranked = sorted(groups.values(), key=lambda g: closeness([r for _, r in g], ref, want), reverse=True)
+    return ranked[0], ranked[1:]
+
+
+def _others(ref: Reference, others: list[list]) -> str | None:
+    """The settings a row did not take: counted; for a speed, each named by its link with its value."""
+    if not others:
+        return None
+    if ref.metric in SPEED_METRICS:
+        def link(g):
+            return g[0][1]["config"].get("net") or "loopback"
+        return "other settings: " + ", ".join(f"{link(g)} {statistics.fmean(v for v, _ in g):+.1f}"
+                                              if ref.unit == "%" else f"{link(g)} {statistics.fmean(v for v, _ in g):.3g}"
+                                              for g in others)
+    return f"{len(others)} other matching setting{'s' * (len(others) > 1)} not pooled"
 
 
 def markers(records: list[dict], ref: Reference, analogue: Analogue | None) -> list[str]:
@@ -392,11 +416,15 @@ def reproduce(ref: Reference, records: list[dict], analogues: list[Analogue],
     if metric in NO_ANALOGUE:
         cell.why_missing = NO_ANALOGUE[metric]
         return cell
-    ignore = ("delay_steps", "warmup_steps") if metric == "warmup_steps_chosen" else ()
+    ignore: tuple[str, ...] = ()
+    if metric == "warmup_steps_chosen":
+        ignore = ("delay_steps", "warmup_steps")
+    elif metric in SPEED_METRICS:  # a speed is measured over the delayed steps, whatever came before
+        ignore = ("warmup_steps",)
     runs = [r for r in records if matches(r, ref, want, ignore=ignore)]
     baselines = [r for r in records if matches(r, ref, want, method="baseline")]
     extra: list[str] = []
-    others = 0
+    others: list[list] = []
     if metric in SINGLE:
         pairs, others = nearest([(v, r) for r in runs if (v := SINGLE[metric](r, ref)) is not None], ref, want)
     elif metric in SCALED:
@@ -437,9 +465,9 @@ def reproduce(ref: Reference, records: list[dict], analogues: list[Analogue],
             families: dict[str, list] = defaultdict(list)
             for r in runs:
                 families[setting_of(r, ("warmup",))].append((0.0, r))
-            family = max(families.values(), default=[], key=lambda g: (
+            ranked = sorted(families.values(), reverse=True, key=lambda g: (
                 len({_params(r).get("warmup") for _, r in g}), closeness([r for _, r in g], ref, want)))
-            others = max(0, len(families) - 1)
+            family, others = (ranked[0], ranked[1:]) if ranked else ([], [])
         groups = defaultdict(list)
         for _, r in family:
             groups[_params(r).get(key)].append(r)
@@ -457,8 +485,8 @@ def reproduce(ref: Reference, records: list[dict], analogues: list[Analogue],
         return cell
     cell.values = [v for v, _ in pairs]
     cell.run_ids = [r["run_id"] for _, r in pairs]
-    if others:
-        extra.append(f"{others} other matching setting{'s' * (others > 1)} not pooled")
+    if (note := _others(ref, others)) is not None:
+        extra.append(note)
     warmups = {(_params(r).get("warmup"), r["config"].get("steps")) for _, r in pairs if _params(r).get("warmup")}
     if metric in SPEED_METRICS and warmups:
         (warmup, steps), *_ = sorted(warmups)
