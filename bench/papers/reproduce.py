@@ -198,7 +198,9 @@ def markers(records: list[dict], ref: Reference, analogue: Analogue | None) -> l
             add(f"data: {cfg.get('dataset')} for {ref.dataset}")
         steps = cfg.get("steps")
         tier_steps = ((cfg.get("overrides") or {}).get("steps") or {}).get("paper")
-        if ref.iterations and steps is not None and steps < ref.iterations:
+        if ref.metric in SPEED_METRICS:  # a speed is an average over some steps, not a training run
+            add(f"measured over {steps} steps")
+        elif ref.iterations and steps is not None and steps < ref.iterations:
             add(f"shortened: {steps:,} of {ref.iterations:,} iterations")
         elif not ref.iterations and tier_steps and steps is not None and steps < tier_steps:
             add(f"shortened: {steps:,} of the {tier_steps:,} steps of {cfg.get('task')}'s paper tier")
