@@ -297,17 +297,23 @@ def _exchange(record: dict) -> tuple:
     return topology, params.get("servers") if topology == "ps" else None
 
 
-def _pair_key(record: dict) -> tuple:
+def _pair_key(record: dict, exchange: bool) -> tuple:
     cfg = record["config"]
-    return (tuple(str(cfg.get(k)) for k in PAIR_KEYS) + (str((cfg.get("optimizer") or {}).get("name")),)
-            + _exchange(record))
+    key = tuple(str(cfg.get(k)) for k in PAIR_KEYS) + (str((cfg.get("optimizer") or {}).get("name")),)
+    return key + _exchange(record) if exchange else key
+
+
+# a speed-up is only fair against a baseline on the same exchange (a PS method against synchronous SGD on the
+# same servers); an accuracy gap is not, because synchronous SGD computes the same weights on both
+EXCHANGE_BOUND = ("speedup", "speedup_pct")
 
 
 def _paired(runs: list[dict], baselines: list[dict], how) -> list[tuple[float, dict]]:
-    by_key = {_pair_key(b): b for b in baselines}
+    exchange = how in (PAIRED[m] for m in EXCHANGE_BOUND)
+    by_key = {_pair_key(b, exchange): b for b in baselines}
     out = []
     for r in runs:
-        b = by_key.get(_pair_key(r))
+        b = by_key.get(_pair_key(r, exchange))
         if b is not None and (v := how(r, b)) is not None:
             out.append((v, r))
     return out
@@ -410,7 +416,8 @@ def reproduce(ref: Reference, records: list[dict], analogues: list[Analogue],
     if metric in MODEL or (metric in ("gb_transferred", "bytes_per_node_per_iteration") and ref.method == "baseline"):
         return _from_model(cell, ref, records)
     if analogue is not None and metric in SPEED_METRICS:
-        cell.why_missing = f"a speed: not comparable on the stand-in {analogue.use.get('task')}"
+        cell.why_missing = (f"a speed of {ref.task}: its CPU stand-in {analogue.use.get('task')} says nothing "
+                            f"about it, and {ref.task} itself has no run on the emulated network")
         return cell
     if metric in SPEED_METRICS:  # a row over several models: never from a model that only stands in for one
         stand_ins = {a.use.get("task") for a in analogues if a.paper == ref.paper} - {ref.task}
