@@ -146,7 +146,7 @@ def closeness(group: list[dict], ref: Reference, want: dict) -> tuple:
     A speed row takes the most communication-bound setting first (the slowest emulated link): the papers'
     speed-ups are claims about relieving that bottleneck."""
     cfg, data = group[0]["config"], group[0].get("data") or {}
-    speed = (-_link_bits(group[0]),) if ref.metric in SPEED_METRICS else ()
+    speed = (-_link_bits(group[0]), cfg.get("workers") or 0) if ref.metric in SPEED_METRICS else ()
     return speed + (cfg.get("task") == ref.task, not data.get("synthetic"), cfg.get("dataset") == ref.dataset,
             want["global_batch"] is None or cfg.get("global_batch") == want["global_batch"],
             ref.batch_per_worker is None or cfg.get("batch_per_worker") == ref.batch_per_worker,
@@ -170,8 +170,11 @@ def _others(ref: Reference, others: list[list]) -> str | None:
     if not others:
         return None
     if ref.metric in SPEED_METRICS:
+        several = len({g[0][1]["config"].get("workers") for g in others}) > 1
+
         def link(g):
-            return g[0][1]["config"].get("net") or "loopback"
+            cfg = g[0][1]["config"]
+            return (cfg.get("net") or "loopback") + (f" {cfg.get('workers')} workers" if several else "")
         return "other settings: " + ", ".join(f"{link(g)} {statistics.fmean(v for v, _ in g):+.1f}"
                                               if ref.unit == "%" else f"{link(g)} {statistics.fmean(v for v, _ in g):.3g}"
                                               for g in others)
@@ -410,15 +413,19 @@ def reproduce(ref: Reference, records: list[dict], analogues: list[Analogue],
     want, analogue = target(ref, analogues)
     cell = Cell(ref)
     metric = ref.metric
-    if "performance-model" in ref.variants:
-        cell.why_missing = "modelled in the paper: see commbench model and the report's emulated-network runs"
-        return cell
+    stand_in = analogue
+    if metric in SPEED_METRICS:  # a speed only from the paper's own model in real processes: a stand-in's
+        want, analogue = target(ref, [])  # or a simulation's images/s say nothing about the paper's
+        records = [r for r in records if r["config"].get("backend") == "dist"]
+    modelled = "performance-model" in ref.variants
+    if modelled:  # the paper modelled this speed; here it is measured on the emulated network, if it was run
+        if metric not in SPEED_METRICS:
+            cell.why_missing = "modelled in the paper: see commbench model"
+            return cell
+        records = [r for r in records if r["config"].get("net")]
+        want = {**want, "workers": None}  # 2 cores host a few workers, not the paper's 8 or 128
     if metric in MODEL or (metric in ("gb_transferred", "bytes_per_node_per_iteration") and ref.method == "baseline"):
         return _from_model(cell, ref, records)
-    if analogue is not None and metric in SPEED_METRICS:
-        cell.why_missing = (f"a speed of {ref.task}: its CPU stand-in {analogue.use.get('task')} says nothing "
-                            f"about it, and {ref.task} itself has no run on the emulated network")
-        return cell
     if metric in SPEED_METRICS:  # a row over several models: never from a model that only stands in for one
         stand_ins = {a.use.get("task") for a in analogues if a.paper == ref.paper} - {ref.task}
         records = [r for r in records if r["config"].get("task") not in stand_ins]
@@ -502,10 +509,17 @@ def reproduce(ref: Reference, records: list[dict], analogues: list[Analogue],
         extra.append(f"throughput over all {steps} steps, {min(warmup + 1, steps)} of them the synchronous warm-up")
     if metric == "gradient_zero_fraction" and pairs:
         extra.append("in the largest ternarized tensor (AlexNet's fc6 is its largest)")
+    if modelled and pairs:
+        extra.insert(0, "measured on the emulated network, where the paper's value is modelled")
     cell.markers = markers([r for _, r in pairs], ref, analogue) + extra
     if metric in ("top1", "top5") and ref.method != "baseline" and pairs:
         gaps = _paired([r for _, r in pairs], baselines, lambda r, b: _percent(r["metrics"][metric] - b["metrics"][metric]))
         cell.gap = statistics.fmean(v for v, _ in gaps) if gaps else None
+    if not cell.values and cell.why_missing is None and modelled:
+        cell.why_missing = f"modelled in the paper (commbench model); no run of {ref.task} on the emulated network"
+    if not cell.values and cell.why_missing is None and stand_in is not None and metric in SPEED_METRICS:
+        cell.why_missing = (f"a speed of {ref.task}: its CPU stand-in {stand_in.use.get('task')} says nothing "
+                            f"about it, and {ref.task} itself has no matching run in real processes")
     if not cell.values and cell.why_missing is None:
         cell.why_missing = "no matching run" if analogue is None or runs else "no run of the stand-in yet"
     return cell
