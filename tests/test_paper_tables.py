@@ -427,3 +427,15 @@ def test_a_modelled_speed_up_is_measured_on_the_emulated_network_and_only_from_r
     assert "measured on the emulated network, where the paper's value is modelled" in cell.markers
     assert "fewer workers: 4 of 8" in cell.markers
     assert "other settings: 100mbit 3" in cell.markers
+
+
+def test_a_paper_gap_takes_the_papers_one_baseline_of_the_setting_when_the_table_has_none(tmp_path):
+    # The threshold paper states its baseline (57.9175) in Section 3.1 and its methods in Tables 1-3.
+    row = {"task": "lenet-mnist", "workers": "8", "metric": "top1"}
+    refs = write_refs(tmp_path / "paper", "threshold", [
+        {**row, "source": "Section 3.1", "row": "baseline", "method": "baseline", "value": "57.9175"},
+        {**row, "source": "Section 3.1", "row": "baseline, 4 workers", "method": "baseline", "workers": "4",
+         "value": "50"},
+        {**row, "source": "Table 1", "row": "WGT", "method": "wgt", "threshold": "0.005", "value": "56.4698"}])
+    [_, _, wgt] = build("threshold", tmp_path / "results", refs)
+    assert wgt.paper_gap == pytest.approx(-1.4477)
