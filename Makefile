@@ -26,7 +26,7 @@ run: $(STAMP) $(FASHION)
 	$(VENV)/bin/commbench table --results results/smoke
 
 test: $(STAMP) $(FASHION)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=10
 
 test-all: $(STAMP) $(FASHION)
 	$(PY) -m pytest -q -m ''
