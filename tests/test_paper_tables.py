@@ -439,3 +439,22 @@ def test_a_paper_gap_takes_the_papers_one_baseline_of_the_setting_when_the_table
         {**row, "source": "Table 1", "row": "WGT", "method": "wgt", "threshold": "0.005", "value": "56.4698"}])
     [_, _, wgt] = build("threshold", tmp_path / "results", refs)
     assert wgt.paper_gap == pytest.approx(-1.4477)
+
+
+def test_a_baseline_row_takes_the_setting_its_tables_methods_ran_in(tmp_path):
+    # Two baseline settings are equally far from the paper's batch 512; only one has a TernGrad run beside it,
+    # so the floating row and the TernGrad row of the table describe the same experiment.
+    refs = write_refs(tmp_path / "paper", "terngrad", [
+        {"source": "Table 2", "row": "floating", "task": "lenet-mnist", "method": "baseline", "workers": "4",
+         "global_batch": "512", "metric": "top1", "value": "57.32"},
+        {"source": "Table 2", "row": "TernGrad", "task": "lenet-mnist", "method": "terngrad", "workers": "4",
+         "global_batch": "512", "metric": "top1", "value": "57.28"}])
+    results = tmp_path / "results"
+    for run_id, method, batch, top1 in (("b-other", "baseline", 128, 0.95), ("b-with-terngrad", "baseline", 64, 0.90),
+                                        ("t", "terngrad", 64, 0.91)):
+        record = write_record(results, run_id, method=method, workers=4, top1=top1,
+                              params=TERNGRAD["terngrad"] if method == "terngrad" else None)
+        record["config"]["global_batch"] = batch
+        (results / "runs" / f"{run_id}.json").write_text(json.dumps(record))
+    floating, terngrad = build("terngrad", results, refs)
+    assert floating.run_ids == ["b-with-terngrad"] and terngrad.gap == pytest.approx(1.0)

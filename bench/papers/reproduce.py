@@ -147,7 +147,9 @@ def closeness(group: list[dict], ref: Reference, want: dict) -> tuple:
     speed-ups are claims about relieving that bottleneck."""
     cfg, data = group[0]["config"], group[0].get("data") or {}
     speed = (-_link_bits(group[0]), cfg.get("workers") or 0) if ref.metric in SPEED_METRICS else ()
+    partnered = any(_pair_key(r, False) in want.get("partners", ()) for r in group)
     return speed + (cfg.get("task") == ref.task, not data.get("synthetic"), cfg.get("dataset") == ref.dataset,
+            partnered,
             want["global_batch"] is None or cfg.get("global_batch") == want["global_batch"],
             ref.batch_per_worker is None or cfg.get("batch_per_worker") == ref.batch_per_worker,
             cfg.get("steps") or 0, cfg.get("backend") == "dist", len(group))
@@ -442,6 +444,11 @@ def reproduce(ref: Reference, records: list[dict], analogues: list[Analogue],
     extra: list[str] = []
     others: list[list] = []
     if metric in SINGLE:
+        if ref.method == "baseline":  # a baseline row takes the setting its table's methods ran in, where one did
+            methods = {r.method for r in references if r.paper == ref.paper and r.source == ref.source
+                       and r.method not in (None, "baseline")}
+            want = {**want, "partners": {_pair_key(r, False) for r in records if r["config"].get("method") in methods
+                                         and r.get("status") == "done"}}
         pairs, others = nearest([(v, r) for r in runs if (v := SINGLE[metric](r, ref)) is not None], ref, want)
     elif metric in SCALED:
         fractions, others = nearest([(f, r) for r in runs if (f := fp32_fraction(r, _paper_accounting(ref)))],
