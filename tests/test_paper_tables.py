@@ -458,3 +458,17 @@ def test_a_baseline_row_takes_the_setting_its_tables_methods_ran_in(tmp_path):
         (results / "runs" / f"{run_id}.json").write_text(json.dumps(record))
     floating, terngrad = build("terngrad", results, refs)
     assert floating.run_ids == ["b-with-terngrad"] and terngrad.gap == pytest.approx(1.0)
+
+
+def test_a_row_over_momentum_and_vanilla_sgd_takes_its_extreme_over_both(tmp_path):
+    refs = write_refs(tmp_path / "paper", "terngrad", [
+        {"source": "Figure 3", "row": "largest loss", "task": "lenet-mnist", "method": "terngrad",
+         "variant": "momentum+vanilla", "metric": "accuracy_loss_max", "value": "0.22"}])
+    results = tmp_path / "results"
+    for optimizer, (base, tern) in {"momentum": (0.90, 0.89), "sgd": (0.90, 0.87), "adam": (0.90, 0.10)}.items():
+        write_record(results, f"b-{optimizer}", workers=16, optimizer=optimizer, top1=base)
+        write_record(results, f"t-{optimizer}", workers=16, optimizer=optimizer, top1=tern, method="terngrad",
+                     params=TERNGRAD["terngrad"])
+    [cell] = build("terngrad", results, refs)  # Adam is neither: its 80-point loss is not this row's
+    assert cell.run_ids == ["t-sgd"] and cell.values == pytest.approx([3.0])
+    assert "at workers 16, sgd (of 16; momentum and sgd)" in cell.markers

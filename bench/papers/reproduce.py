@@ -127,10 +127,17 @@ def matches(record: dict, ref: Reference, want: dict, method: str | None = None,
                 rule = next((LOCAL_RULES[v] for v in ref.variants if v in LOCAL_RULES), "glu")
                 if params.get("local_rule") != rule:
                     return False
-    optimizer = ref.optimizer or next((v for v in ref.variants if v in ("momentum", "vanilla")), None)
-    if optimizer and (cfg.get("optimizer") or {}).get("name") != OPTIMIZERS.get(optimizer, optimizer):
+    allowed = _optimizers(ref)
+    if allowed and (cfg.get("optimizer") or {}).get("name") not in allowed:
         return False
     return True
+
+
+def _optimizers(ref: Reference) -> set[str]:
+    """The optimizers a row covers: its own, or those its variant names (``momentum+vanilla``); empty: any."""
+    if ref.optimizer:
+        return {OPTIMIZERS.get(ref.optimizer, ref.optimizer)}
+    return {OPTIMIZERS[w] for v in ref.variants for w in v.split("+") if w in ("momentum", "vanilla")}
 
 
 def _link_bits(record: dict) -> float:
@@ -466,20 +473,32 @@ def reproduce(ref: Reference, records: list[dict], analogues: list[Analogue],
             cell.why_missing = f"no run of the same setting with the {metric.rsplit('_vs_', 1)[1]} variant"
     elif metric in AGGREGATES:
         how, aggregate, key = AGGREGATES[metric]
+        # one group per optimizer and value of the key: a row over momentum and vanilla SGD takes its extreme
+        # over both; a mean is over one optimizer's groups (the one with the most)
         groups: dict = defaultdict(list)
         for v, r in _paired(runs, baselines, PAIRED[how]):
-            groups[_group_value(r, key)].append((v, r))
+            groups[((r["config"].get("optimizer") or {}).get("name"), _group_value(r, key))].append((v, r))
         groups = {k: nearest(g, ref, want)[0] for k, g in groups.items()}
+        optimizers = sorted({o for o, _ in groups}, key=lambda o: (-sum(g[0] == o for g in groups), o))
+        if aggregate is statistics.fmean and optimizers:
+            groups = {k: g for k, g in groups.items() if k[0] == optimizers[0]}
+        several = len({o for o, _ in groups}) > 1
+
+        def label(k):
+            return f"{k[1]}, {k[0]}" if several else str(k[1])
+
         pairs = []
         if groups:
             means = {k: statistics.fmean(v for v, _ in g) for k, g in groups.items()}
             if aggregate is statistics.fmean:
                 pairs = [(means[k], g[0][1]) for k, g in sorted(groups.items())]
-                extra.append(f"mean over {key} {', '.join(map(str, sorted(groups)))}")
+                extra.append(f"mean over {key} {', '.join(label(k) for k in sorted(groups))}")
             else:
                 best = aggregate(means, key=means.get)
                 pairs = groups[best]
-                extra.append(f"at {key} {best} (of {', '.join(map(str, sorted(groups)))})")
+                values = sorted({k[1] for k in groups})
+                extra.append(f"at {key} {label(best)} (of {', '.join(map(str, values))}"
+                             + (f"; {' and '.join(sorted({k[0] for k in groups}))})" if several else ")"))
     elif metric in ("best_delay_steps", "warmup_steps_chosen"):  # the k (or warm-up) with the best mean top-1
         key = "k" if metric == "best_delay_steps" else "warmup"
         if key == "k":  # the warm-up goes with k (Algorithm 1: (1 + warm-up) % k == 0)
