@@ -472,3 +472,13 @@ def test_a_row_over_momentum_and_vanilla_sgd_takes_its_extreme_over_both(tmp_pat
     [cell] = build("terngrad", results, refs)  # Adam is neither: its 80-point loss is not this row's
     assert cell.run_ids == ["t-sgd"] and cell.values == pytest.approx([3.0])
     assert "at workers 16, sgd (of 16; momentum and sgd)" in cell.markers
+
+
+def test_a_paper_gap_takes_the_same_tables_baseline_whatever_its_variant(tmp_path):
+    # SSD-SGD's Table 2 labels its baseline row "ssgd"; the k-step rows' gaps are to that row.
+    row = {"source": "Table 2", "task": "lenet-mnist", "workers": "4", "metric": "top1"}
+    refs = write_refs(tmp_path / "paper", "ssdsgd", [
+        {**row, "row": "SSGD", "method": "baseline", "variant": "ssgd", "value": "92.126"},
+        {**row, "row": "2-Step", "method": "ssdsgd", "delay_steps": "2", "value": "92.228"}])
+    [_, two_step] = build("ssdsgd", tmp_path / "results", refs)
+    assert two_step.paper_gap == pytest.approx(0.102)

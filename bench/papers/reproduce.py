@@ -555,10 +555,10 @@ def paper_gap(ref: Reference, references: list[Reference]) -> float | None:
     """The paper's own gap of a method's top-1/top-5 to its baseline row of the same table and setting."""
     if ref.metric not in ("top1", "top5") or ref.method in (None, "baseline"):
         return None
-    same = [r for r in references if r.paper == ref.paper and r.method == "baseline" and not r.variants
+    same = [r for r in references if r.paper == ref.paper and r.method == "baseline"
             and r.metric == ref.metric and r.task == ref.task and r.workers == ref.workers
             and r.global_batch == ref.global_batch and r.batch_per_worker == ref.batch_per_worker]
-    # the same table's baseline; else the paper's one baseline of that setting (the threshold paper states
-    # its baseline in Section 3.1, not in its Tables 1-3)
-    hits = [r for r in same if r.source == ref.source] or same
+    # the same table's baseline; else the paper's one plain baseline of that setting (the threshold paper
+    # states its baseline in Section 3.1, not in its Tables 1-3)
+    hits = [r for r in same if r.source == ref.source] or [r for r in same if not r.variants]
     return ref.value - hits[0].value if len(hits) == 1 else None
