@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .papers.reference import PAPERS
-from .papers.tables import LEGEND, MISSING, SHOWN, build, rows, sections
+from .papers.tables import LEGEND, MISSING, build, layout, rows, sections
 from .plots import plot_all
 from .records import iter_records
 from .table import COLUMNS, comparison, records_frame
@@ -99,7 +99,7 @@ def blocks(results: Path, figures_dir: Path) -> list[Block]:
     for (paper, source), group in sections(rows(build("all", results))):  # in each paper's own order
         done = sum(r["reproduced"] != MISSING for r in group)
         out.append(Block("h3", f"{PAPERS[paper]}: {source} ({done} of {len(group)} reproduced)"))
-        out.append(_table_block(SHOWN, group))
+        out.append(_table_block(*layout(group)))
 
     out += model_blocks()
     out += network_blocks(results)

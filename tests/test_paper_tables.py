@@ -482,3 +482,31 @@ def test_a_paper_gap_takes_the_same_tables_baseline_whatever_its_variant(tmp_pat
         {**row, "row": "2-Step", "method": "ssdsgd", "delay_steps": "2", "value": "92.228"}])
     [_, two_step] = build("ssdsgd", tmp_path / "results", refs)
     assert two_step.paper_gap == pytest.approx(0.102)
+
+
+def test_a_table_with_several_numbers_per_row_is_laid_out_as_the_paper_prints_it(tmp_path):
+    # The threshold paper's Table 1: one line per threshold, columns accuracy | GB; a section of one number per
+    # row keeps one line per number.
+    refs = write_refs(tmp_path / "paper", "threshold", [
+        {"source": "Table 1", "row": "T = 1e-3", "task": "lenet-mnist", "method": "wgt", "threshold": "0.001",
+         "metric": "top1", "value": "57.9424"},
+        {"source": "Table 1", "row": "T = 1e-3", "task": "lenet-mnist", "method": "wgt", "threshold": "0.001",
+         "metric": "gb_transferred", "value": "6572.01", "unit": "GB"},
+        {"source": "Table 1", "row": "T = 5e-3", "task": "lenet-mnist", "method": "wgt", "threshold": "0.005",
+         "metric": "top1", "value": "56.4698"},
+        {"source": "Table 1", "row": "T = 5e-3", "task": "lenet-mnist", "method": "wgt", "threshold": "0.005",
+         "metric": "gb_transferred", "value": "933.35", "unit": "GB"},
+        {"source": "Section 4", "row": "WGT loss", "task": "lenet-mnist", "method": "wgt", "threshold": "0.005",
+         "metric": "top1_loss", "value": "1.45"}])
+    results = tmp_path / "results"
+    for seed, top1 in ((1, 0.90), (2, 0.92)):
+        write_record(results, f"w{seed}", method="wgt", seed=seed, top1=top1, params={"threshold": 0.001})
+    table = rows(build("threshold", results, refs))
+    md = render(table, "md")
+    header = "| row | setting | top1 (%): paper | top1 (%): reproduced | top1 (%): delta | gb_transferred (GB): paper"
+    assert header in md and md.count("| T = 1e-3 |") == 1
+    line = next(l for l in md.splitlines() if l.startswith("| T = 1e-3 |")).split(" | ")
+    assert line[2:5] == ["57.9424", "91.0000 ± 1.4142 (n=2)", "+33.0576"]
+    assert "| T = 5e-3 |" in md and "| WGT loss | " in md and "| top1_loss | %" in md  # Section 4: long layout
+    latex = render(table, "latex")
+    assert r"\begin{tabular}{llrrrrrrl}" in latex and r"top1 (\%): paper" in latex

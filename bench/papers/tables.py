@@ -97,6 +97,49 @@ def sections(table: list[dict]):
         yield current, group
 
 
+def layout(group: list[dict]) -> tuple[list[str], list[dict]]:
+    """A section in the paper's own layout: one line per row of the paper and a column group per metric (the
+    threshold paper's Table 1: T | accuracy | GB | %/GB; TernGrad's Table 2: top-1 | top-5). A section whose
+    rows each carry one number keeps the long layout: one line per number (``SHOWN``)."""
+    labels: dict[str, list[dict]] = {}
+    for r in group:
+        labels.setdefault(r["row"], []).append(r)
+    metrics = list(dict.fromkeys(r["metric"] for r in group))
+    one_each = all(len({r["metric"] for r in rs}) == len(rs) for rs in labels.values())
+    if len(metrics) < 2 or not one_each or all(len(rs) == 1 for rs in labels.values()):
+        return SHOWN, group
+    units = {r["metric"]: r["unit"] for r in group}
+    with_gaps = {r["metric"] for r in group if r["paper gap"] or r["our gap"]}
+
+    def head(metric: str, what: str) -> str:
+        return f"{metric}{f' ({units[metric]})' if units[metric] else ''}: {what}"
+
+    columns = ["row", "setting"]
+    for m in metrics:
+        columns += [head(m, "paper"), head(m, "reproduced"), head(m, "delta")]
+        columns += [head(m, "paper gap"), head(m, "our gap")] if m in with_gaps else []
+    columns.append("differs")
+    lines = []
+    for label, rs in labels.items():
+        line = dict.fromkeys(columns, "")
+        line.update({"row": label, "setting": rs[0]["setting"], "reproduced": rs[0]["reproduced"]})
+        differs: list[str] = []
+        for r in rs:
+            m, n = r["metric"], f" (n={r['n']})" if r["n"] not in ("", "1") else ""
+            line.update({head(m, "paper"): r["paper value"], head(m, "reproduced"): r["reproduced"] + n,
+                         head(m, "delta"): r["delta"]})
+            if m in with_gaps:
+                line.update({head(m, "paper gap"): r["paper gap"], head(m, "our gap"): r["our gap"]})
+            differs += [d for d in r["differs"].split("; ") if d not in differs]
+        line["differs"] = "; ".join(differs)
+        lines.append(line)
+    return columns, lines
+
+
+def _numeric(column: str) -> bool:
+    return column in NUMERIC or column.endswith((": paper", ": delta", ": paper gap", ": our gap"))
+
+
 def _md_cell(text: str) -> str:
     return text.replace("|", "\\|")
 
@@ -106,9 +149,10 @@ def render_markdown(table: list[dict]) -> str:
     for (paper, source), group in sections(table):
         done = sum(r["reproduced"] != MISSING for r in group)
         parts.append(f"### {PAPERS[paper]}: {source}\n\n{done} of {len(group)} reproduced\n")
-        parts.append("| " + " | ".join(SHOWN) + " |")
-        parts.append("|" + "|".join("---:" if c in NUMERIC else "---" for c in SHOWN) + "|")
-        parts += ["| " + " | ".join(_md_cell(r[c]) for c in SHOWN) + " |" for r in group]
+        columns, lines = layout(group)
+        parts.append("| " + " | ".join(_md_cell(c) for c in columns) + " |")
+        parts.append("|" + "|".join("---:" if _numeric(c) else "---" for c in columns) + "|")
+        parts += ["| " + " | ".join(_md_cell(r[c]) for c in columns) + " |" for r in lines]
         parts.append("")
     return "\n".join(parts) + ("\n" if parts else "(no reference values)\n")
 
@@ -134,8 +178,16 @@ def render_latex(table: list[dict]) -> str:
     """One booktabs table per paper table (needs \\usepackage{booktabs})."""
     parts = []
     for (paper, source), group in sections(table):
-        parts += [r"\begin{table}[ht]", r"\centering", r"\small",
-                  rf"\caption{{{latex_escape(PAPERS[paper])}: {latex_escape(source)}, paper vs.\ reproduced}}",
+        caption = rf"\caption{{{latex_escape(PAPERS[paper])}: {latex_escape(source)}, paper vs.\ reproduced}}"
+        columns, lines = layout(group)
+        if columns is not SHOWN:  # the paper's layout: a column group per metric
+            spec = "".join("r" if _numeric(c) or c.endswith(": reproduced") else "l" for c in columns)
+            parts += [r"\begin{table}[ht]", r"\centering", r"\small", caption, rf"\begin{{tabular}}{{{spec}}}",
+                      r"\toprule", " & ".join(latex_escape(c) for c in columns) + r" \\", r"\midrule"]
+            parts += [" & ".join(latex_escape(r[c]) for c in columns) + r" \\" for r in lines]
+            parts += [r"\bottomrule", r"\end{tabular}", r"\end{table}", ""]
+            continue
+        parts += [r"\begin{table}[ht]", r"\centering", r"\small", caption,
                   r"\begin{tabular}{lllrrrrrl}", r"\toprule",
                   r"Row & Setting & Metric & Paper & Reproduced & $\Delta$ & Paper gap & Our gap & Differs \\",
                   r"\midrule"]
