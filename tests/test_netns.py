@@ -141,6 +141,16 @@ def netns_pids(name: str) -> list[int]:
     return [int(p) for p in out.split()]
 
 
+def worker_pids(name: str) -> list[int]:
+    """The training workers in the namespace: not the short-lived ``ip``/``tc`` processes that build it."""
+    def is_worker(pid: int) -> bool:
+        try:
+            return b"bench.worker" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            return False
+    return [p for p in netns_pids(name) if is_worker(p)]
+
+
 def alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -157,14 +167,15 @@ def long_run(can_netns, tmp_path):
     out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-m", "bench", *TINY, "--method", "baseline", "--steps", "5000",
                              "--set", "step_sleep_s=0.2", "--net", "1gbit", "--out", str(out)],
-                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONFAULTHANDLER": "1"})  # SIGABRT prints where it is
     try:
         deadline, name, pids = time.monotonic() + 120, None, []
         while time.monotonic() < deadline and proc.poll() is None:
             new = {n for n in ours() - before if n.startswith("state:")}
             if new:
                 name = sorted(new)[0][len("state:"):-len(".json")]
-                pids = [p for r in (0, 1) for p in netns_pids(f"{name}-{r}")]
+                pids = [p for r in (0, 1) for p in worker_pids(f"{name}-{r}")]
                 if len(pids) == 2:
                     break
             time.sleep(0.2)
@@ -182,7 +193,12 @@ def long_run(can_netns, tmp_path):
 def test_interrupted_run_tears_its_network_down(long_run, sig, code, error):
     proc, name, pids, out, before = long_run
     proc.send_signal(sig)
-    _, stderr = proc.communicate(timeout=60)
+    try:
+        _, stderr = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:  # say where the launcher is stuck instead of only that it is
+        proc.send_signal(signal.SIGABRT)
+        _, stderr = proc.communicate(timeout=60)
+        pytest.fail(f"{sig.name} did not stop the run within 120 s; its stacks:\n{stderr[-6000:]}")
     assert proc.returncode == code, stderr
     assert ours() == before, f"{name} left behind"
     assert not any(alive(p) for p in pids)
