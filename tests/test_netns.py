@@ -159,6 +159,13 @@ def alive(pid: int) -> bool:
     return True
 
 
+def sigint_reaches_it() -> None:
+    """A background job (CI, ``nohup ... &``) may inherit SIGINT ignored or blocked, and a Python started so
+    never raises KeyboardInterrupt: the run under test must get Ctrl-C as a user's terminal delivers it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 @pytest.fixture
 def long_run(can_netns, tmp_path):
     """A --net run that would take minutes, started in the background once both workers run in their
@@ -168,7 +175,8 @@ def long_run(can_netns, tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "bench", *TINY, "--method", "baseline", "--steps", "5000",
                              "--set", "step_sleep_s=0.2", "--net", "1gbit", "--out", str(out)],
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONFAULTHANDLER": "1"})  # SIGABRT prints where it is
+                            env={**os.environ, "PYTHONFAULTHANDLER": "1"},  # SIGABRT prints where it is
+                            preexec_fn=sigint_reaches_it)
     try:
         deadline, name, pids = time.monotonic() + 120, None, []
         while time.monotonic() < deadline and proc.poll() is None:
