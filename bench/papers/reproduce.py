@@ -320,8 +320,9 @@ def _pair_key(record: dict, exchange: bool) -> tuple:
 EXCHANGE_BOUND = ("speedup", "speedup_pct")
 
 
-def _paired(runs: list[dict], baselines: list[dict], how) -> list[tuple[float, dict]]:
-    exchange = how in (PAIRED[m] for m in EXCHANGE_BOUND)
+def _paired(runs: list[dict], baselines: list[dict], how, exchange: bool = False) -> list[tuple[float, dict]]:
+    """(how(run, baseline), run) for each run with a baseline of the same setting and seed; ``exchange``: and
+    on the same exchange (``EXCHANGE_BOUND`` metrics)."""
     by_key = {_pair_key(b, exchange): b for b in baselines}
     out = []
     for r in runs:
@@ -463,7 +464,7 @@ def reproduce(ref: Reference, records: list[dict], analogues: list[Analogue],
         pairs, note = _scaled(cell, ref, fractions, references)
         extra += [note] if note else []
     elif metric in PAIRED:
-        pairs, others = nearest(_paired(runs, baselines, PAIRED[metric]), ref, want)
+        pairs, others = nearest(_paired(runs, baselines, PAIRED[metric], metric in EXCHANGE_BOUND), ref, want)
         if runs and not pairs:
             cell.why_missing = "no baseline run of the same setting to compare with"
     elif metric in SIBLING:
@@ -476,7 +477,7 @@ def reproduce(ref: Reference, records: list[dict], analogues: list[Analogue],
         # one group per optimizer and value of the key: a row over momentum and vanilla SGD takes its extreme
         # over both; a mean is over one optimizer's groups (the one with the most)
         groups: dict = defaultdict(list)
-        for v, r in _paired(runs, baselines, PAIRED[how]):
+        for v, r in _paired(runs, baselines, PAIRED[how], how in EXCHANGE_BOUND):
             groups[((r["config"].get("optimizer") or {}).get("name"), _group_value(r, key))].append((v, r))
         groups = {k: nearest(g, ref, want)[0] for k, g in groups.items()}
         optimizers = sorted({o for o, _ in groups}, key=lambda o: (-sum(g[0] == o for g in groups), o))
