@@ -30,7 +30,8 @@ def write_refs(folder: Path, paper: str, refs: list[dict], analogues: str | None
 def write_record(root: Path, run_id: str, *, task="lenet-mnist", method="baseline", workers=2, seed=1, top1=0.9,
                  status="done", backend="dist", tier="paper", dataset="mnist", substitute=None, params=None,
                  optimizer="momentum", steps=10000, overrides=None, images_per_s=100.0, paper_bytes=None,
-                 bytes_sent=1000) -> dict:
+                 bytes_sent=1000, config=None) -> dict:
+    """``config``: further configuration keys (``net``, ``global_batch``) over the defaults."""
     record = {
         "schema_version": SCHEMA_VERSION, "run_id": run_id, "status": status, "error": None,
         "config": {"task": task, "method": method, "dataset": dataset, "workers": workers, "backend": backend,
@@ -43,6 +44,7 @@ def write_record(root: Path, run_id: str, *, task="lenet-mnist", method="baselin
                     "paper_bytes": paper_bytes, "parameters": 1234, "steps": steps},
         "history": [], "env": {},
     }
+    record["config"].update(config or {})
     (root / "runs").mkdir(parents=True, exist_ok=True)
     (root / "runs" / f"{run_id}.json").write_text(json.dumps(record))
     return record
@@ -378,10 +380,8 @@ def test_a_parameter_server_run_is_compared_with_the_baseline_on_parameter_serve
     for net, (ssgd, ssd) in {"1gbit": (4.0, 3.8), "100mbit": (0.7, 0.91)}.items():
         for method, ips, params in (("baseline", ssgd, ps), ("ssdsgd", ssd, {**ps, "k": 5, "warmup": 4,
                                                                              "local_rule": "glu"})):
-            record = write_record(results, f"{method}-{net}", task="alexnet-imagenet", method=method, workers=4,
-                                  top1=0.0, images_per_s=ips, params=params, steps=15)
-            record["config"]["net"] = net
-            (results / "runs" / f"{method}-{net}.json").write_text(json.dumps(record))
+            write_record(results, f"{method}-{net}", task="alexnet-imagenet", method=method, workers=4, top1=0.0,
+                         images_per_s=ips, params=params, steps=15, config={"net": net})
     [cell] = build("ssdsgd", results, refs)
     assert cell.run_ids == ["ssdsgd-100mbit"] and cell.values == pytest.approx([30.0])
     assert "other settings: 1gbit -5.0, loopback +50.0" in cell.markers
@@ -412,12 +412,9 @@ def test_a_modelled_speed_up_is_measured_on_the_emulated_network_and_only_from_r
     results = tmp_path / "results"
     for workers, (base, tern) in {2: (1.0, 3.0), 4: (2.0, 4.0)}.items():
         for method, ips in (("baseline", base), ("terngrad", tern)):
-            run_id = f"{method}-w{workers}"
-            record = write_record(results, run_id, task="alexnet-imagenet", method=method, workers=workers,
-                                  images_per_s=ips, steps=4, dataset="synthetic",
-                                  params=TERNGRAD["terngrad"] if method == "terngrad" else None)
-            record["config"]["net"] = "100mbit"
-            (results / "runs" / f"{run_id}.json").write_text(json.dumps(record))
+            write_record(results, f"{method}-w{workers}", task="alexnet-imagenet", method=method, workers=workers,
+                         images_per_s=ips, steps=4, dataset="synthetic", config={"net": "100mbit"},
+                         params=TERNGRAD["terngrad"] if method == "terngrad" else None)
     # a simulation's images/s is no speed, however good it looks; a loopback run is no emulated network
     write_record(results, "sim-b", task="alexnet-imagenet", workers=8, backend="sim", images_per_s=1.0)
     write_record(results, "sim-t", task="alexnet-imagenet", method="terngrad", workers=8, backend="sim",
@@ -452,10 +449,8 @@ def test_a_baseline_row_takes_the_setting_its_tables_methods_ran_in(tmp_path):
     results = tmp_path / "results"
     for run_id, method, batch, top1 in (("b-other", "baseline", 128, 0.95), ("b-with-terngrad", "baseline", 64, 0.90),
                                         ("t", "terngrad", 64, 0.91)):
-        record = write_record(results, run_id, method=method, workers=4, top1=top1,
-                              params=TERNGRAD["terngrad"] if method == "terngrad" else None)
-        record["config"]["global_batch"] = batch
-        (results / "runs" / f"{run_id}.json").write_text(json.dumps(record))
+        write_record(results, run_id, method=method, workers=4, top1=top1, config={"global_batch": batch},
+                     params=TERNGRAD["terngrad"] if method == "terngrad" else None)
     floating, terngrad = build("terngrad", results, refs)
     assert floating.run_ids == ["b-with-terngrad"] and terngrad.gap == pytest.approx(1.0)
 
