@@ -122,11 +122,11 @@ def layout(group: list[dict]) -> tuple[list[str], list[dict]]:
     lines = []
     for label, rs in labels.items():
         line = dict.fromkeys(columns, "")
-        line.update({"row": label, "setting": rs[0]["setting"], "reproduced": rs[0]["reproduced"]})
+        line.update({"row": label, "setting": rs[0]["setting"]})
         differs: list[str] = []
         for r in rs:
-            m, n = r["metric"], f" (n={r['n']})" if r["n"] not in ("", "1") else ""
-            line.update({head(m, "paper"): r["paper value"], head(m, "reproduced"): r["reproduced"] + n,
+            m = r["metric"]
+            line.update({head(m, "paper"): r["paper value"], head(m, "reproduced"): _with_n(r),
                          head(m, "delta"): r["delta"]})
             if m in with_gaps:
                 line.update({head(m, "paper gap"): r["paper gap"], head(m, "our gap"): r["our gap"]})
@@ -134,6 +134,11 @@ def layout(group: list[dict]) -> tuple[list[str], list[dict]]:
         line["differs"] = "; ".join(differs)
         lines.append(line)
     return columns, lines
+
+
+def _with_n(row: dict) -> str:
+    """The reproduced value, with its number of runs where it is a mean over more than one."""
+    return row["reproduced"] + (f" (n={row['n']})" if row["n"] not in ("", "1") else "")
 
 
 def _numeric(column: str) -> bool:
@@ -194,7 +199,7 @@ def render_latex(table: list[dict]) -> str:
         for r in group:
             unit = f" ({r['unit']})" if r["unit"] else ""
             fields = [r["row"], r["setting"], r["metric"] + unit, r["paper value"],
-                      r["reproduced"] + (f" (n={r['n']})" if r["n"] and r["n"] != "1" else ""), r["delta"],
+                      _with_n(r), r["delta"],
                       r["paper gap"], r["our gap"], r["differs"]]
             parts.append(" & ".join(latex_escape(f) for f in fields) + r" \\")
         parts += [r"\bottomrule", r"\end{tabular}", r"\end{table}", ""]
