@@ -158,6 +158,9 @@ NOT_IN_ID = ("data_root", "threads", "sources", "overrides", "checkpoint_every",
 # Fields added after the first records were made: out of the id while empty (see RunConfig.model_options), so
 # a run that does not use them keeps the id it had before they existed.
 ADDED_EMPTY = ("model_options", "net")
+# Fields out of the id while they hold the value every record had before they existed: a method's version is 1
+# unless its computation has changed since (methods.base.Method.version).
+IMPLICIT = {"method_version": 1}
 
 
 @dataclass(frozen=True)
@@ -198,6 +201,9 @@ class RunConfig:
     # limited to this rate ("1gbit"); None: the host's own network. Part of the run id when set, since runs at
     # different rates are different measurements (bench/launch/netns.py).
     net: str | None = None
+    # The method's computation version (methods.base.Method.version): in the run id from version 2 on, so a
+    # changed method is re-run rather than taken as done from an old record.
+    method_version: int = 1
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -213,7 +219,8 @@ class RunConfig:
 
 def run_id_of(config: Mapping[str, Any]) -> str:
     """Deterministic id: readable prefix + hash of the resolved configuration (never the clock)."""
-    identity = {k: v for k, v in config.items() if k not in NOT_IN_ID and not (k in ADDED_EMPTY and not v)}
+    identity = {k: v for k, v in config.items() if k not in NOT_IN_ID and not (k in ADDED_EMPTY and not v)
+                and not (k in IMPLICIT and v == IMPLICIT[k])}
     digest = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:10]
     return f"{config['task']}_{config['method']}_w{config['workers']}_{digest}"
 
@@ -340,6 +347,7 @@ def resolve(settings: Mapping[str, Any]) -> RunConfig:
         data_root=values.get("data_root"), sources=sources, overrides=overrides,
         checkpoint_every=values["checkpoint.every"], step_sleep_s=values["step_sleep_s"], net=values.get("net"),
         model_options={k.split(".", 1)[1]: values[k] for k in ("model.dropout",) if values.get(k) is not None},
+        method_version=METHODS[method].version,
     )
 
 

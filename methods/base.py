@@ -39,6 +39,11 @@ class Method(ABC):
 
     name: ClassVar[str]
     summary: ClassVar[str]
+    # Bumped whenever what the method computes changes (not its speed or its code's shape): the version enters
+    # the run id, so a sweep re-runs the method instead of skipping it as "already done" on an old record, and
+    # the paper tables leave records of an older version out. Version 1 is implicit: records made before
+    # versions existed are version 1.
+    version: ClassVar[int] = 1
     Params: ClassVar[type] = NoParams
     extra_metrics: ClassVar[tuple[str, ...]] = ()  # ledger extras the run record reports (e.g. paper_bytes)
 

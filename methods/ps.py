@@ -140,6 +140,7 @@ class ParameterServer:
         self.names = list(init)
         self.shapes = {n: init[n].shape for n in self.names}
         self.device = init[self.names[0]].device
+        self.dtype = init[self.names[0]].dtype  # messages travel in the parameters' own precision
         self.pieces = shard({n: init[n].numel() for n in self.names}, comm.num_servers)
         self.first_server = comm.world_size
         self.servers = {s: ServerShard(s, self.pieces[s - self.first_server], init, optimizer, weight_decay,
@@ -167,7 +168,8 @@ class ParameterServer:
     def pull(self, rank: int, into: Mapping[str, torch.Tensor], control: bool = False) -> None:
         """Worker ``rank`` receives every server's weights and writes them into ``into`` (w' = w)."""
         self.wait_sends()
-        handles = [(server, self.comm.irecv(torch.empty(sum(p.numel for p in self._pieces(server)), device=self.device),
+        handles = [(server, self.comm.irecv(torch.empty(sum(p.numel for p in self._pieces(server)), device=self.device,
+                                                        dtype=self.dtype),
                                             server, rank, control=control))
                    for server in self.comm.server_ranks if self._pieces(server)]
         for server, handle in handles:
@@ -185,7 +187,8 @@ class ParameterServer:
         for server in self.servers.values():
             if not server.numel:
                 continue
-            handles = [self.comm.irecv(torch.empty(server.numel, device=self.device), worker, server.rank)
+            handles = [self.comm.irecv(torch.empty(server.numel, device=self.device, dtype=self.dtype), worker,
+                                       server.rank)
                        for worker in range(self.comm.world_size)]
             server.apply([h.wait() for h in handles], lr)
             if answer_pull:
@@ -204,7 +207,7 @@ class ParameterServer:
     def fetch_global(self, rank: int = 0) -> dict[str, torch.Tensor]:
         """Worker ``rank``'s side of :meth:`send_global` (dist), or the local servers' state read directly
         (sim, where every server is here): the global weights, averaged if the servers keep an average."""
-        out = {n: torch.empty(self.shapes[n], device=self.device) for n in self.names}
+        out = {n: torch.empty(self.shapes[n], device=self.device, dtype=self.dtype) for n in self.names}
         if len(self.servers) == self.comm.num_servers:
             for server in self.servers.values():
                 scatter_pieces(server.message(averaged=True), server.pieces, out)

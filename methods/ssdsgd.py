@@ -1,26 +1,41 @@
 """SSD-SGD (Xu, Dong et al.): steps delay with local updates, Sections 2.3-3.5, Eq. 5, 6, 8, Algorithms 1-2.
 
 Iterations ``0 .. warmup`` are plain synchronous SGD (Algorithm 1 lines 3-14: push, pull, every iteration).
-After that every worker pushes its gradient every iteration, the servers apply the average with momentum
-SGD (Eq. 6), and the workers pull the global weights only at iterations ``num % k == k - 1``; in between they
-move their own weights with a local rule (Eq. 5 / Eq. 8). Algorithm 1 needs ``(1 + warmup) % k == 0``, so the
-first delay iteration starts a k-cycle.
+At the last of them every worker copies the pulled global weights into its *local copy* w' (lines 9-11;
+MXNet's ``comm_buf_copy``). After that (lines 15-25) every worker, each iteration:
 
-Local rules (``local_rule``):
+1. computes its gradient on the *computing weights* (the model's parameters: what was last broadcast to the
+   devices, line 16) and pushes it (line 17); the servers apply the average with momentum SGD (Eq. 6);
+2. moves w' with the local rule (line 18; Eq. 5 / Eq. 8);
+3. broadcasts w' to the devices: the computing weights take w' (lines 21 and 24);
+4. on a pull iteration (``num % k == k - 1``, line 20) only *then* pulls the global weights into w' (line 22):
+   they become the base of the next local update, while the next gradient is still computed on the locally
+   updated weights (Section 2.2: "the retrieved parameters will be used for the local update operations in
+   iteration n+k"; the authors' ``PullImpl`` broadcasts the local copy, pulls, then copies into it).
+
+So k = 1 is not synchronous SGD: it still computes on locally updated weights (Eq. 7 saves T_f + T_b at
+k = 1, and Table 2's 1-Step differs from SSGD). Algorithm 1 needs ``(1 + warmup) % k == 0``, so the first
+delay iteration starts a k-cycle.
+
+Local rules (``local_rule``), all moving w':
 
 * ``glu`` (paper, Eq. 8 and Algorithm 2): w' <- w' - loc_lr (alpha g + wd w' + beta grad_sync),
   grad_sync = (pre_weight - w') (1 - m) / (lr k); pre_weight starts as w' and is refreshed every k local
-  updates, i.e. to the weights just pulled (Sec. 3.3). alpha 2, beta 0.5, loc_lr = 4 lr (Sec. 4.1).
+  updates, i.e. to the weights just pulled into w' (Sec. 3.3). alpha 2, beta 0.5, loc_lr = 4 lr (Sec. 4.1).
 * ``glu_code``: the authors' ``COSDCASGD`` (their CIFAR-10 script's local optimizer):
   grad_sync = ((1 - loc_lr wd) prev - w') / 8 with prev the weights before the previous local update.
 * ``sgd``: w' <- w' - loc_lr (g + wd w') (Fig. 5 uses loc_lr = lr / 4: set local_lr_scale=0.25).
 * ``dcasgd``: DC-ASGD-a as a local rule (Fig. 5; loc_lr = lr there: local_lr_scale=1): w' <- w' - loc_lr
   (g + wd w' + lambda_t g*g*(w' - w_prev)), lambda_t = lambda0 / sqrt(MS), MS = 0.95 MS + 0.05 g^2 + 1e-7.
-* ``none``: no local update (the workers compute on the weights they last pulled).
+* ``none``: no local update (w' is the last pulled global weights; the workers compute on them one pull late).
 
 Topologies: ``ps`` (the paper's: W workers and S servers, push/pull as point-to-point messages, a skipped
 pull is a message never sent) and ``allreduce`` (every worker keeps the global state; the push is an
 asynchronous allreduce, waited for and applied only at pull time, so it overlaps k steps of computation).
+
+Version 2: the pulled weights go to the local copy w', not to the computing weights (version 1 overwrote the
+computing weights at every pull, which made k = 1 synchronous SGD and threw each pull iteration's local
+update away).
 """
 from __future__ import annotations
 
@@ -86,6 +101,7 @@ class SSDSGD(Method):
     name = "ssdsgd"
     summary = "SSD-SGD: push every step, pull every k steps, local GLU updates between pulls"
     Params = SSDSGDParams
+    version = 2  # 2: pulls go to the local copy w' (Algorithm 1 line 22); 1 overwrote the computing weights
     has_global_weights = True
 
     def __init__(self, comm, workers, params, weight_decay, **kwargs):
@@ -93,6 +109,7 @@ class SSDSGD(Method):
         template = self.workers[0]
         self.momentum = template.optimizer.defaults.get("momentum", 0.0)
         self.local = {w.rank: LocalState() for w in self.workers}
+        self.copy: dict[int, dict[str, torch.Tensor]] = {}  # rank -> w', the local copy (from the last warm-up step)
         if params.topology == "ps":
             self.ps = ParameterServer(comm, template.params, template.optimizer, self.weight_decay,
                                       params.servers, self.ema)
@@ -119,21 +136,34 @@ class SSDSGD(Method):
     def step(self, grads, lr, step):
         p = self.params
         pull = pulls_at(step, p.warmup, p.k)
-        if self.ps is not None:
+        if self.ps is not None:  # line 6 / 17: push
             self.ps.push_all(self.workers, grads, lr, answer_pull=pull)
         else:
             self.pending.append((self.comm.allreduce_async([self.flatten(g) for g in grads]), lr))
-        if step > p.warmup and p.local_rule != "none":
-            for worker, g in zip(self.workers, grads):
-                self.local_update(worker, g, lr)
-        if pull:
+        if step <= p.warmup:  # lines 3-14: synchronous SGD; the pulled weights are the computing weights
             for worker in self.workers:
-                if self.ps is not None:
-                    self.ps.pull(worker.rank, worker.params)
-                else:
-                    self.apply_pending()
-                    replica = self.replicas[worker.rank]
-                    scatter_pieces(replica.message(), replica.pieces, worker.params)
+                self.pull_into(worker.rank, worker.params)
+                if step == p.warmup:  # lines 9-11: w' = w_t
+                    self.copy[worker.rank] = {n: t.detach().clone() for n, t in worker.params.items()}
+            return
+        for worker, g in zip(self.workers, grads):
+            local = self.copy[worker.rank]
+            if p.local_rule != "none":  # line 18
+                self.local_update(worker.rank, local, g, lr)
+            with torch.no_grad():  # lines 21 / 24: broadcast w' to the devices
+                for n, t in worker.params.items():
+                    t.copy_(local[n])
+            if pull:  # line 22: pull w_t and copy it into w' (the base of the next local update)
+                self.pull_into(worker.rank, local)
+
+    def pull_into(self, rank: int, into: dict[str, torch.Tensor]) -> None:
+        """Line 8 / 22: the global weights into ``into`` (a message from the servers, or the local replica)."""
+        if self.ps is not None:
+            self.ps.pull(rank, into)
+        else:
+            self.apply_pending()
+            replica = self.replicas[rank]
+            scatter_pieces(replica.message(), replica.pieces, into)
 
     def apply_pending(self) -> None:
         """Allreduce topology: wait for the pushes in flight and apply them, in order, to every replica (the
@@ -145,10 +175,10 @@ class SSDSGD(Method):
 
     # -- local rules ------------------------------------------------------------------------------------
     @torch.no_grad()
-    def local_update(self, worker, grads, lr: float) -> None:
-        p, state = self.params, self.local[worker.rank]
+    def local_update(self, rank: int, w: dict[str, torch.Tensor], grads, lr: float) -> None:
+        """One local update of worker ``rank``'s local copy ``w`` (w', in place) with its gradient ``grads``."""
+        p, state = self.params, self.local[rank]
         loc_lr = p.local_lr_scale * lr
-        w = {n: t.detach() for n, t in worker.params.items()}
         if state.previous is None:  # Algorithm 2 line 2: pre_weight starts as w'
             state.previous = {n: t.clone() for n, t in w.items()}
         if p.local_rule == "glu":
@@ -194,7 +224,8 @@ class SSDSGD(Method):
             return None if tensors is None else {n: t.clone() for n, t in tensors.items()}
 
         state = {"local": {r: {"updates": s.updates, "previous": copy(s.previous), "mean_square": copy(s.mean_square)}
-                           for r, s in self.local.items()}}
+                           for r, s in self.local.items()},
+                 "copy": {r: copy(c) for r, c in self.copy.items()}}
         if self.ps is not None:
             state["servers"] = self.ps.state_dict()
         else:
@@ -205,6 +236,7 @@ class SSDSGD(Method):
     def load_state_dict(self, state):
         for rank, saved in state["local"].items():
             self.local[int(rank)] = LocalState(saved["updates"], saved["previous"], dict(saved["mean_square"]))
+        self.copy = {int(rank): dict(c) for rank, c in state.get("copy", {}).items()}
         if self.ps is not None:
             self.ps.load_state_dict(state["servers"])
         else:

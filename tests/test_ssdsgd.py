@@ -1,5 +1,6 @@
 """SSD-SGD against the paper: Algorithm 1's pull schedule, Eq. 8 / Algorithm 2 by hand, the exchange's bytes
-on both topologies, equality with synchronous SGD where the algorithm reduces to it, and sim == dist."""
+on both topologies, equality with synchronous SGD during warm-up, and sim == dist on whole runs.
+(Algorithm 1 line by line on a tiny model: test_ssdsgd_algorithm1.py.)"""
 from __future__ import annotations
 
 import json
@@ -76,7 +77,7 @@ def test_glu_update_matches_a_hand_computed_example():
     state = method.local[0]
     state.previous = {"w": torch.tensor([1.5, 1.0])}
     state.updates = 2  # a multiple of k: Algorithm 2 refreshes pre_weight to w' after computing grad_sync
-    method.local_update(worker, {"w": torch.tensor([0.2, -0.4])}, lr=0.1)
+    method.local_update(0, worker.params, {"w": torch.tensor([0.2, -0.4])}, lr=0.1)
     assert torch.allclose(worker.params["w"].detach(), torch.tensor([0.75, 2.34]), atol=1e-6)
     assert torch.equal(state.previous["w"], torch.tensor([1.0, 2.0]))
     assert state.updates == 3
@@ -84,10 +85,10 @@ def test_glu_update_matches_a_hand_computed_example():
 
 def test_glu_keeps_pre_weight_between_refreshes_and_starts_it_at_w():
     method, worker = one_worker_method(SSDSGDParams(k=2, warmup=1), {"w": torch.tensor([1.0, 2.0])}, {})
-    method.local_update(worker, {"w": torch.tensor([1.0, 1.0])}, lr=0.1)  # first update: grad_sync = 0
+    method.local_update(0, worker.params, {"w": torch.tensor([1.0, 1.0])}, lr=0.1)  # first update: grad_sync = 0
     assert torch.allclose(worker.params["w"].detach(), torch.tensor([1.0 - 0.8, 2.0 - 0.8]))
     assert torch.equal(method.local[0].previous["w"], torch.tensor([1.0, 2.0]))  # not refreshed (updates = 0)
-    method.local_update(worker, {"w": torch.tensor([0.0, 0.0])}, lr=0.1)  # updates = 1: still not refreshed
+    method.local_update(0, worker.params, {"w": torch.tensor([0.0, 0.0])}, lr=0.1)  # updates = 1: still not refreshed
     # grad_sync = ([1, 2] - [0.2, 1.2]) * 0.1 / 0.2 = [0.4, 0.4]; step 0.4 * 0.5 * 0.4 = 0.08
     assert torch.allclose(worker.params["w"].detach(), torch.tensor([0.12, 1.12]), atol=1e-6)
     assert torch.equal(method.local[0].previous["w"], torch.tensor([1.0, 2.0]))
@@ -105,7 +106,7 @@ def test_glu_code_variant_is_the_authors_cosdcasgd():
     method, worker = one_worker_method(SSDSGDParams(k=2, warmup=1, local_rule="glu_code"),
                                        {"w": torch.tensor([1.0])}, {"w": 0.5})
     method.local[0].previous = {"w": torch.tensor([2.0])}
-    method.local_update(worker, {"w": torch.tensor([0.25])}, lr=0.25)  # loc_lr = 1
+    method.local_update(0, worker.params, {"w": torch.tensor([0.25])}, lr=0.25)  # loc_lr = 1
     sync = ((1 - 1.0 * 0.5) * 2.0 - 1.0) / 8.0  # = 0
     assert worker.params["w"].item() == pytest.approx(1.0 - 1.0 * (2 * 0.25 + 0.5 * 1.0 + 0.5 * sync))
     assert method.local[0].previous["w"].item() == 1.0
@@ -114,16 +115,16 @@ def test_glu_code_variant_is_the_authors_cosdcasgd():
 def test_sgd_and_dcasgd_local_rules():
     method, worker = one_worker_method(SSDSGDParams(k=1, warmup=0, local_rule="sgd", local_lr_scale=0.25),
                                        {"w": torch.tensor([1.0])}, {"w": 0.1})
-    method.local_update(worker, {"w": torch.tensor([2.0])}, lr=0.4)  # loc_lr 0.1: 1 - 0.1 (2 + 0.1)
+    method.local_update(0, worker.params, {"w": torch.tensor([2.0])}, lr=0.4)  # loc_lr 0.1: 1 - 0.1 (2 + 0.1)
     assert worker.params["w"].item() == pytest.approx(0.79)
     method, worker = one_worker_method(SSDSGDParams(k=1, warmup=0, local_rule="dcasgd", local_lr_scale=1.0),
                                        {"w": torch.tensor([1.0])}, {})
-    method.local_update(worker, {"w": torch.tensor([1.0])}, lr=0.1)  # w_prev = w: no compensation yet
+    method.local_update(0, worker.params, {"w": torch.tensor([1.0])}, lr=0.1)  # w_prev = w: no compensation yet
     assert worker.params["w"].item() == pytest.approx(0.9)
     # MS = 0.95 (0.05 + 1e-7) + 0.05 * 0.25 + 1e-7; comp = 2 / sqrt(MS) * 0.25 * (0.9 - 1.0)
     ms = 0.95 * (0.05 + 1e-7) + 0.05 * 0.25 + 1e-7
     comp = 2.0 / ms ** 0.5 * 0.25 * (0.9 - 1.0)
-    method.local_update(worker, {"w": torch.tensor([0.5])}, lr=0.1)
+    method.local_update(0, worker.params, {"w": torch.tensor([0.5])}, lr=0.1)
     assert worker.params["w"].item() == pytest.approx(0.9 - 0.1 * (0.5 + comp), rel=1e-5)
 
 
@@ -224,9 +225,10 @@ def run_sim(data_root: Path, out: Path, method: str, **settings):
     {"method.topology": "ps", "method.local_rule": "none", "method.servers": 2},
     {"method.topology": "allreduce", "method.local_rule": "glu"},
 ], ids=["ps-glu", "ps2-none", "allreduce-glu"])
-def test_k1_without_warm_up_is_synchronous_sgd_exactly(data_root, tmp_path, settings):
+def test_a_warm_up_over_the_whole_run_is_synchronous_sgd_exactly(data_root, tmp_path, settings):
+    """Algorithm 1's warm-up (lines 3-14) is SSGD: a run that never leaves it computes the baseline's weights."""
     base_rec, base_w = run_sim(data_root, tmp_path, "baseline")
-    rec, w = run_sim(data_root, tmp_path, "ssdsgd", **{"method.k": 1, "method.warmup": 0, **settings})
+    rec, w = run_sim(data_root, tmp_path, "ssdsgd", **{"method.k": 1, "method.warmup": 23, **settings})
     for name in base_w:
         assert torch.equal(base_w[name], w[name]), name
     assert rec["metrics"]["top1"] == base_rec["metrics"]["top1"]
@@ -236,15 +238,30 @@ def test_k1_without_warm_up_is_synchronous_sgd_exactly(data_root, tmp_path, sett
 def test_server_average_is_the_baselines_ema(data_root, tmp_path):
     """With the task's EMA on, the servers' average is what the baseline's harness EMA evaluates."""
     base_rec, _ = run_sim(data_root, tmp_path, "baseline", ema=0.9999)
-    rec, _ = run_sim(data_root, tmp_path, "ssdsgd", ema=0.9999, **{"method.k": 1, "method.warmup": 0})
+    rec, _ = run_sim(data_root, tmp_path, "ssdsgd", ema=0.9999, **{"method.k": 1, "method.warmup": 23})
     assert rec["metrics"]["top1"] == base_rec["metrics"]["top1"]
 
 
-def test_delay_changes_the_run(data_root, tmp_path):
-    """The control for the equality above: k = 4 after warm-up must not reproduce synchronous SGD."""
-    _, base_w = run_sim(data_root, tmp_path, "baseline")
-    _, w = run_sim(data_root, tmp_path, "ssdsgd", **{"method.k": 4, "method.warmup": 3})
+@pytest.mark.parametrize("settings", [{"method.k": 1, "method.warmup": 9}, {"method.k": 4, "method.warmup": 3}],
+                         ids=["k1", "k4"])
+def test_delay_changes_the_run(data_root, tmp_path, settings):
+    """After warm-up SSD-SGD is not SSGD, at k = 1 too (it computes on locally updated weights)."""
+    _, base_w = run_sim(data_root, tmp_path, "baseline", **{"method.topology": "ps"})
+    _, w = run_sim(data_root, tmp_path, "ssdsgd", **settings)
     assert any(not torch.equal(base_w[n], w[n]) for n in base_w)
+
+
+def test_the_method_version_enters_the_run_id():
+    """SSD-SGD's computation changed (version 2): its runs must not match version-1 records as done."""
+    from bench.config import run_id_of
+
+    cfg = resolve({"task": "lenet-mnist", "method": "ssdsgd", "dataset": "fashion-mnist"})
+    assert cfg.method_version == SSDSGD.version == 2
+    as_v1 = {**cfg.to_dict(), "method_version": 1}
+    assert run_id_of(as_v1) != cfg.run_id
+    # a method still at version 1 keeps the id it had before versions existed
+    base = resolve({"task": "lenet-mnist", "method": "baseline", "dataset": "fashion-mnist"})
+    assert base.run_id == run_id_of({k: v for k, v in base.to_dict().items() if k != "method_version"})
 
 
 DIST_CASES = {"ps": ["--set", "method.topology=ps"], "ps2": ["--set", "method.servers=2"],

@@ -521,8 +521,7 @@ def reproduce(ref: Reference, records: list[dict], analogues: list[Analogue],
             extra.append(f"of {key} in {', '.join(map(str, sorted(groups)))}")
             k = _params(groups[best][0]).get("k")
             if metric == "warmup_steps_chosen" and ref.delay_steps is not None and k != ref.delay_steps:
-                extra.append(f"swept at k={k}, not the paper's k={ref.delay_steps} (commbench's k=1 pulls every "
-                             f"iteration, Algorithm 1, which is synchronous SGD)")
+                extra.append(f"swept at k={k}, not the paper's k={ref.delay_steps}")
     else:
         cell.why_missing = f"no analogue for metric {metric!r} in the records"
         return cell

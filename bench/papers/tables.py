@@ -8,6 +8,8 @@ import csv
 import io
 from pathlib import Path
 
+from methods import METHODS
+
 from ..records import iter_records
 from .reference import PAPER_DIR, PAPERS, load_analogues, load_references
 from .reproduce import Cell, paper_gap, reproduce
@@ -20,15 +22,35 @@ def paper_names(which: str) -> list[str]:
     return list(PAPERS) if which == "all" else [which]
 
 
+def superseded(record: dict) -> str | None:
+    """Why a record no longer counts: it was made by an older version of its method (methods.base.Method.version),
+    whose computation has changed since. None for a current record."""
+    cfg = record["config"]
+    method = METHODS.get(cfg.get("method"))
+    made_by = cfg.get("method_version", 1)
+    if method is None or made_by == method.version:
+        return None
+    return f"{cfg['method']} v{made_by}, now v{method.version}"
+
+
 def build(which: str, results: Path, paper_dir: Path = PAPER_DIR) -> list[Cell]:
-    """Every reference row of the paper(s) with its reproduction from the records below ``results``."""
+    """Every reference row of the paper(s) with its reproduction from the records below ``results``. Records of
+    an older version of their method are left out; a row only they would fill says so."""
     records = [r for r in iter_records(results) if isinstance(r.get("config"), dict)]
+    current = [r for r in records if superseded(r) is None]
     analogues = load_analogues(paper_dir)
     cells = []
     for paper in paper_names(which):
         references = load_references(paper, paper_dir)
         for ref in references:
-            cell = reproduce(ref, records, analogues, references)
+            cell = reproduce(ref, current, analogues, references)
+            if not cell.values and len(current) < len(records):
+                old = reproduce(ref, records, analogues, references)
+                stale = sorted({why for rid in old.run_ids for r in records
+                                if r["run_id"] == rid and (why := superseded(r))})
+                if stale:
+                    cell.why_missing = (f"only records of an older version of the method ({', '.join(stale)}: its "
+                                        f"computation changed), left out: re-run the grid")
             cell.paper_gap = paper_gap(ref, references)
             cells.append(cell)
     return cells
