@@ -117,6 +117,7 @@ KEYS: dict[str, Callable[[str, Any], Any]] = {
     "steps": _int(1), "epochs": _float(1e-9), "global_batch": _int(1),
     "model.variant": _opt_str, "model.dropout": _float(0, 1),
     "optimizer.name": _choice(*OPTIMIZERS), "optimizer.momentum": _float(0, 1),
+    "optimizer.momentum_form": _choice("lr_outside", "lr_inside"),
     "optimizer.beta1": _float(0, 1), "optimizer.beta2": _float(0, 1), "optimizer.eps": _float(0),
     "lr_schedule.kind": _choice(*LR_KINDS), "lr_schedule.base_lr": _float(0),
     "lr_schedule.power": _float(0), "lr_schedule.end_lr": _float(0), "lr_schedule.gamma": _float(0),
@@ -135,6 +136,8 @@ GENERIC: dict[str, Cited] = {
     "seed": Cited(1, "harness default"),
     "tier": Cited("paper", "harness default"),
     "optimizer.momentum": Cited(0.0, "harness default (no momentum)"),
+    "optimizer.momentum_form": Cited("lr_outside", "harness default: torch's and TF's momentum, "
+                                                   "buf = m buf + g; w -= lr buf"),
     "optimizer.beta1": Cited(0.9, "TF/torch Adam default"), "optimizer.beta2": Cited(0.999, "TF/torch Adam default"),
     "optimizer.eps": Cited(1e-8, "TF/torch Adam default"),
     "lr_schedule.power": Cited(1.0, "harness default"), "lr_schedule.end_lr": Cited(0.0, "harness default"),
@@ -158,9 +161,10 @@ NOT_IN_ID = ("data_root", "threads", "sources", "overrides", "checkpoint_every",
 # Fields added after the first records were made: out of the id while empty (see RunConfig.model_options), so
 # a run that does not use them keeps the id it had before they existed.
 ADDED_EMPTY = ("model_options", "net")
-# Fields out of the id while they hold the value every record had before they existed: a method's version is 1
-# unless its computation has changed since (methods.base.Method.version).
-IMPLICIT = {"method_version": 1}
+# Fields out of the id while they hold the value every record had before they existed (a nested one by its dotted
+# name): a method's version is 1 unless its computation has changed since (methods.base.Method.version), and
+# momentum keeps lr outside unless a recipe says Caffe's or MXNet's form.
+IMPLICIT = {"method_version": 1, "optimizer.momentum_form": "lr_outside"}
 
 
 @dataclass(frozen=True)
@@ -221,6 +225,10 @@ def run_id_of(config: Mapping[str, Any]) -> str:
     """Deterministic id: readable prefix + hash of the resolved configuration (never the clock)."""
     identity = {k: v for k, v in config.items() if k not in NOT_IN_ID and not (k in ADDED_EMPTY and not v)
                 and not (k in IMPLICIT and v == IMPLICIT[k])}
+    for key, value in IMPLICIT.items():  # nested ones (optimizer.momentum_form): out of their dict at that value
+        outer, dot, inner = key.partition(".")
+        if dot and isinstance(identity.get(outer), dict) and identity[outer].get(inner) == value:
+            identity[outer] = {k: v for k, v in identity[outer].items() if k != inner}
     digest = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:10]
     return f"{config['task']}_{config['method']}_w{config['workers']}_{digest}"
 

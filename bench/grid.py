@@ -1,5 +1,9 @@
 """Grid files: a base configuration plus axes expanded as a Cartesian product, with optional exclusions.
 
+An axis may tie several settings together: its key names them, comma-separated, and each of its values is a
+list with one value per name (``"workers, global_batch": [[2, 256], [4, 512]]``): the settings move together
+instead of multiplying.
+
 A method parameter on an axis (``method.clip``) applies only to runs whose method has it; runs that resolve
 to the same configuration (the same run id) are kept once. Every run is resolved before anything runs, so
 one bad value anywhere stops the whole sweep with exit 2 and nothing written.
@@ -29,6 +33,15 @@ class Grid:
     slurm: dict[str, Any] = field(default_factory=dict)
     name: str = ""
 
+    def values(self) -> dict[str, list]:
+        """Each setting an axis varies, with its values (a tied axis gives one entry per setting it names)."""
+        out: dict[str, list] = {}
+        for key, values in self.axes.items():
+            names = _axis_names(key)
+            for i, name in enumerate(names):
+                out[name] = [v[i] for v in values] if len(names) > 1 else list(values)
+        return out
+
 
 def load_grid(path: str | Path) -> Grid:
     path = Path(path)
@@ -54,18 +67,32 @@ def load_grid(path: str | Path) -> Grid:
     for key, values in axes.items():
         if not isinstance(values, list) or not values:
             raise ConfigError(f"{path}: axis {key!r} must be a non-empty list")
+        names = _axis_names(key)
+        if len(names) > 1 and not all(isinstance(v, list) and len(v) == len(names) for v in values):
+            raise ConfigError(f"{path}: axis {key!r} ties {len(names)} settings: each value must be a list of "
+                              f"{len(names)}")
     if not isinstance(exclude, list) or not all(isinstance(e, dict) for e in exclude):
         raise ConfigError(f"{path}: exclude must be a list of mappings")
     try:
         check_names(base)
         for key, values in axes.items():
             for value in values:
-                check_names({key: value})
+                check_names(_axis_settings(key, value))
         for entry in exclude:
             check_names(entry)
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}") from None
     return Grid(path, dict(base), dict(axes), list(exclude), dict(slurm), str(doc.get("name", path.stem)))
+
+
+def _axis_names(key: str) -> list[str]:
+    return [name.strip() for name in str(key).split(",")]
+
+
+def _axis_settings(key: str, value) -> dict[str, Any]:
+    """The settings one value of an axis gives (several for a tied axis)."""
+    names = _axis_names(key)
+    return dict(zip(names, value)) if len(names) > 1 else {names[0]: value}
 
 
 def _excluded(settings: dict, exclude: list[dict]) -> bool:
@@ -74,8 +101,10 @@ def _excluded(settings: dict, exclude: list[dict]) -> bool:
 
 def expand(grid: Grid) -> list[RunConfig]:
     """All runs of the grid, resolved and validated, in axis order, without duplicates."""
-    names = list(grid.axes)
-    combos = [dict(zip(names, values)) for values in itertools.product(*grid.axes.values())] or [{}]
+    keys = list(grid.axes)
+    combos = [{k: v for key, value in zip(keys, values) for k, v in _axis_settings(key, value).items()}
+              for values in itertools.product(*grid.axes.values())] or [{}]
+    axis_settings = {name for key in keys for name in _axis_names(key)}
     used_params: set[str] = set()
     runs: dict[str, RunConfig] = {}
     for combo in combos:
@@ -88,14 +117,14 @@ def expand(grid: Grid) -> list[RunConfig]:
             for key in [k for k in settings if k.startswith("method.")]:
                 if key.split(".", 1)[1] in has:
                     used_params.add(key)
-                elif key in grid.axes:  # the axis applies only to methods that know the parameter
+                elif key in axis_settings:  # the axis applies only to methods that know the parameter
                     del settings[key]
         try:
             cfg = resolve(settings)
         except ConfigError as exc:
             raise ConfigError(f"{grid.path}: {exc}") from None
         runs.setdefault(cfg.run_id, cfg)
-    for key in grid.axes:
+    for key in sorted(axis_settings):
         if key.startswith("method.") and key not in used_params:
             raise ConfigError(f"{grid.path}: axis {key!r}: no method of this grid has that parameter")
     return list(runs.values())

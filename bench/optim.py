@@ -37,10 +37,41 @@ def _scheduled(schedule: Mapping, step: int, total_steps: int) -> float:
     raise ValueError(f"unknown lr schedule {kind!r}")
 
 
+MOMENTUM_FORMS = ("lr_outside", "lr_inside")
+
+
+class LrInsideMomentum(torch.optim.Optimizer):
+    """Momentum SGD as Caffe and MXNet compute it: v = m v - lr g; w = w + v (g already holds the weight decay:
+    Caffe's V = m V + lr (g + wd w), MXNet's sgd_mom_update). torch and TF keep lr outside the momentum
+    (buf = m buf + g; w = w - lr buf): the two agree while the learning rate is constant; after a change, this
+    form's velocity still carries the old rate's steps, torch's rescales them at once. SSD-SGD's grad_sync
+    (Sec. 3.2.1) is derived for this form."""
+
+    def __init__(self, params, lr: float = 0.0, momentum: float = 0.0):
+        super().__init__(params, {"lr": lr, "momentum": momentum})
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        for group in self.param_groups:
+            lr, momentum = group["lr"], group["momentum"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if "velocity" not in state:
+                    state["velocity"] = torch.zeros_like(p)
+                velocity = state["velocity"]
+                velocity.mul_(momentum).sub_(p.grad, alpha=lr)
+                p.add_(velocity)
+
+
 def make_optimizer(spec: Mapping, params: Iterable[torch.Tensor]) -> torch.optim.Optimizer:
     """Weight decay is never given to the optimizer: methods add it to the gradient themselves, where the
-    reference recipe puts it (before or after the exchange). The lr is set by the method every step."""
+    reference recipe puts it (before or after the exchange). The lr is set by the method every step. Parameter
+    servers build their own optimizer of the same class and settings, so they use the same momentum form."""
     params = list(params)
+    if spec["name"] == "momentum" and spec.get("momentum_form", "lr_outside") == "lr_inside":
+        return LrInsideMomentum(params, lr=0.0, momentum=spec["momentum"])
     if spec["name"] in ("sgd", "momentum"):
         momentum = spec["momentum"] if spec["name"] == "momentum" else 0.0
         # torch's SGD momentum (buf = m*buf + g; w -= lr*buf) is TF's MomentumOptimizer.

@@ -62,6 +62,13 @@ class Method(ABC):
     has_global_weights: bool = False  # True: evaluate eval_weights(), which the method averages itself
 
     @classmethod
+    def computes_as(cls, version: int, workers: int, params: dict) -> bool:
+        """Whether a record made by ``version`` of this method, with ``workers`` and method ``params``, computed
+        what the current version computes (so it still counts in the tables). A method whose change leaves some
+        configurations untouched says which."""
+        return version == cls.version
+
+    @classmethod
     def servers_needed(cls, params) -> int:
         """Parameter-server processes a dist run of this configuration starts beside its workers."""
         return 0

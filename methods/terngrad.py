@@ -4,7 +4,16 @@ Per worker and per tensor (layer-wise) or for the whole gradient (``layerwise=Fa
 (Eq. 21), take the scaler s (the paper's max|clipped g|, or the official code's c sigma), optionally share
 the scaler as the max over workers (Eq. 4, so the average has at most 2N+1 levels), and ternarize with
 Bernoulli rounding: sign(g) with probability |g|/s (Eq. 1-3, unbiased). The trits are packed (2 bits each,
-or 5 to a byte in base 3) and all-gathered; every worker decodes all N payloads and averages.
+or 5 to a byte in base 3) and exchanged by one of two topologies (``topology``):
+
+* ``allgather`` (default): every worker receives all N payloads and averages them itself. It computes the
+  same average as ``ps`` and keeps the records' settings of the paper-table runs; its cost is the receive
+  side, (N - 1) / 4 bytes per element per worker with 2-bit packing (four times fp32 at N = 64).
+* ``ps`` (the paper's Figure 1): workers push trits to S parameter servers, which sum them into levels in
+  [-N, N] and send those back packed at ceil(log2(2N + 1)) bits (:mod:`methods.terngrad_ps`).
+
+With scaler sharing (Eq. 4) the average is (sum of the N workers' trits, an integer level) x s / N, computed
+from the integer level on both topologies, so it has exactly 2N + 1 values per tensor.
 
 The paper's text and the official code differ in places; each difference is a parameter:
 ``scaler`` (max | std), ``wd_in_grad`` (the code ternarizes g + wd*w), ``float_last_layer`` and ``min_size``
@@ -20,6 +29,9 @@ import torch
 from .base import Method
 from .codecs.bits import TRIT_PACKINGS, as_bytes, from_bytes
 from .codecs.ternary import clip_and_scale, mix_seed, ternarize
+from .terngrad_ps import TernaryExchange, TernaryServerRole
+
+TOPOLOGIES = ("allgather", "ps")
 
 
 @dataclass(frozen=True)
@@ -32,8 +44,17 @@ class TernGradParams:
     min_size: int = 1               # tensors with fewer elements stay float32 (official --size_to_binarize)
     wd_in_grad: bool = True         # ternarize g + wd*w as the official code does; else decay after exchange
     packing: str = "2bit"           # "2bit": 4 trits a byte; "base3": 5 trits a byte
+    topology: str = "allgather"     # allgather | ps (push trits, pull levels: the paper's Figure 1)
+    servers: int = 1                # parameter servers (ps topology)
 
     def __post_init__(self):
+        if self.topology not in TOPOLOGIES:
+            raise ValueError(f"topology must be one of {', '.join(TOPOLOGIES)}, got {self.topology!r}")
+        if self.servers < 1:
+            raise ValueError(f"servers must be >= 1, got {self.servers}")
+        if self.topology == "ps" and not self.scaler_sharing:
+            raise ValueError("topology: ps needs scaler_sharing (Eq. 4): without a shared scaler the servers' sums "
+                             "are not integer levels, and there is nothing small to send back")
         if self.scaler not in ("max", "std"):
             raise ValueError(f"scaler must be max or std, got {self.scaler!r}")
         if self.packing not in TRIT_PACKINGS:
@@ -46,23 +67,32 @@ class TernGradParams:
 
 def mean_of_trits(payloads: list[torch.Tensor], shared: torch.Tensor | None, sizes: torch.Tensor,
                   unpack: Callable[[torch.Tensor, int], torch.Tensor]) -> torch.Tensor:
-    """The receiving side: (sum over workers, in rank order, of s_i * trits_i) / N, float32.
+    """The receiving side: the mean over workers of s_i * trits_i, float32.
 
     ``payloads``: one per worker, packed trits, prefixed by that worker's float32 scalers unless ``shared``
     (the scalers every worker used) is given. ``sizes``: elements per scaler (per tensor, or one for all).
-    The harness and the DDP hook both call this, so they add in the same order and agree bit for bit."""
+    With ``shared`` the trits are summed as integers (:func:`mean_of_levels`); without, s_i * trits_i are added
+    in rank order. The harness, both topologies and the DDP hook all call this, so they agree bit for bit."""
     n_scalers, n_tern = sizes.numel(), int(sizes.sum())
-    shared_scale = torch.repeat_interleave(shared, sizes) if shared is not None else None  # once, not per worker
+    if shared is not None:
+        levels = None
+        for payload in payloads:
+            trits = unpack(payload, n_tern)
+            levels = trits.to(torch.int16) if levels is None else levels.add_(trits)
+        return mean_of_levels(levels, shared, sizes, len(payloads))
     total = None
     for payload in payloads:
-        if shared_scale is None:
-            scale = torch.repeat_interleave(from_bytes(payload[:4 * n_scalers], torch.float32), sizes)
-            packed = payload[4 * n_scalers:]
-        else:
-            scale, packed = shared_scale, payload
-        value = unpack(packed, n_tern).float() * scale
+        scale = torch.repeat_interleave(from_bytes(payload[:4 * n_scalers], torch.float32), sizes)
+        value = unpack(payload[4 * n_scalers:], n_tern).float() * scale
         total = value if total is None else total.add_(value)
     return total / len(payloads)
+
+
+def mean_of_levels(levels: torch.Tensor, shared: torch.Tensor, sizes: torch.Tensor, workers: int) -> torch.Tensor:
+    """level x s / N: the average of N workers' trits under one shared scaler per tensor (Eq. 4), where the level
+    is the exact integer sum of the trits. (Version 1 added the s * trits in float32, which rounds differently
+    from 3 workers on; with 1 or 2 workers every partial sum is exact and the two agree bit for bit.)"""
+    return levels.float().mul_(torch.repeat_interleave(shared, sizes)).div_(workers)
 
 
 def last_layer(names: list[str]) -> set[str]:
@@ -75,18 +105,46 @@ class TernGrad(Method):
     name = "terngrad"
     summary = "TernGrad: stochastic ternary gradients with scaler sharing, packed 2 bits (or 1.6 bits) each"
     Params = TernGradParams
+    version = 2  # 2: the shared-scaler average from the integer sum of the trits (1 added s * trits in float32)
     # Figure 4(c): how many of the largest layer's gradients (AlexNet's fc6) are ternarized to zero; summed over
     # workers and steps, their ratio is the average share
     extra_metrics = ("zero_trits_largest", "trits_largest")
 
+    @classmethod
+    def computes_as(cls, version: int, workers: int, params: dict) -> bool:
+        # version 1 differs only in how N >= 3 workers' shared-scaler trits are added (see mean_of_levels)
+        return version == cls.version or (version == 1 and (workers <= 2 or not params.get("scaler_sharing", True)))
+
+    @classmethod
+    def servers_needed(cls, params):
+        return params.servers if params.topology == "ps" else 0
+
+    @classmethod
+    def make_server(cls, comm, params, template, weight_decay, ema=0.0):
+        return TernaryServerRole(cls.exchange_for(comm, params, template.params))
+
+    @staticmethod
+    def split_names(params: TernGradParams, tensors: dict[str, torch.Tensor]) -> tuple[list[str], list[str]]:
+        """(ternarized, float32) tensor names, in parameter order."""
+        names = list(tensors)
+        floats = {n for n in names if tensors[n].numel() < params.min_size}
+        if params.float_last_layer:
+            floats |= last_layer(names)
+        return [n for n in names if n not in floats], [n for n in names if n in floats]
+
+    @classmethod
+    def exchange_for(cls, comm, params: TernGradParams, tensors: dict[str, torch.Tensor]) -> TernaryExchange:
+        tern, _ = cls.split_names(params, tensors)
+        pack, unpack, packed_size = TRIT_PACKINGS[params.packing]
+        device = next(iter(tensors.values())).device
+        return TernaryExchange(comm, {n: t.numel() for n, t in tensors.items()}, tern, pack, unpack, packed_size,
+                               device)
+
     def __init__(self, comm, workers, params, weight_decay, **kwargs):
         super().__init__(comm, workers, params, weight_decay, **kwargs)
         shapes = {n: t.shape for n, t in self.workers[0].params.items()}
-        floats = {n for n in self.names if shapes[n].numel() < params.min_size}
-        if params.float_last_layer:
-            floats |= last_layer(self.names)
-        self.tern_names = [n for n in self.names if n not in floats]
-        self.float_names = [n for n in self.names if n in floats]
+        self.tern_names, self.float_names = self.split_names(params, self.workers[0].params)
+        self.exchange = self.exchange_for(comm, params, self.workers[0].params) if params.topology == "ps" else None
         self.sizes = [shapes[n].numel() for n in self.tern_names]
         self.n_tern = sum(self.sizes)
         if self.sizes:  # where the largest ternarized tensor lies among one worker's trits
@@ -129,22 +187,27 @@ class TernGrad(Method):
         if p.scaler_sharing and self.n_tern:
             everyone = self.comm.allgather([s for _, s in prepared], same_size=True)
             shared = torch.stack(everyone[0]).amax(dim=0)
-        payloads = []
+        payloads, trits_of = [], []
         for w, (clipped, scalers) in zip(self.workers, prepared):
             trits = self.ternarize(w.seed, step, clipped, scalers if shared is None else shared)
+            trits_of.append(trits)
             if self.n_tern:
                 largest = trits[self.largest]
                 self.comm.ledger.add_extra("zero_trits_largest", w.rank, float((largest == 0).sum()))
                 self.comm.ledger.add_extra("trits_largest", w.rank, float(largest.numel()))
-            packed = self.pack(trits)
-            payloads.append(packed if shared is not None else torch.cat([as_bytes(scalers), packed]))
-        means = [None] * len(grads)
-        if self.n_tern:
-            gathered = self.comm.allgather(payloads, same_size=True)
-            means = self.per_worker(gathered, lambda everyone: self.average(everyone, shared))
-        sums = [None] * len(grads)
-        if self.float_names:
-            sums = self.comm.allreduce([self.flatten(g, self.float_names) for g in grads])
+            if self.exchange is None:
+                packed = self.pack(trits)
+                payloads.append(packed if shared is not None else torch.cat([as_bytes(scalers), packed]))
+        if self.exchange is not None:
+            means, sums = self.push_and_pull(grads, trits_of, shared)
+        else:
+            means = [None] * len(grads)
+            if self.n_tern:
+                gathered = self.comm.allgather(payloads, same_size=True)
+                means = self.per_worker(gathered, lambda everyone: self.average(everyone, shared))
+            sums = [None] * len(grads)
+            if self.float_names:
+                sums = self.comm.allreduce([self.flatten(g, self.float_names) for g in grads])
         for worker, g, mean, total in zip(self.workers, grads, means, sums):
             out = {}
             if mean is not None:
@@ -154,3 +217,17 @@ class TernGrad(Method):
             if not p.wd_in_grad:
                 out = self.add_weight_decay(worker, out)
             self.apply_update(worker, out, lr)
+
+    def push_and_pull(self, grads, trits_of, shared):
+        """The ps topology: every local worker pushes, the local servers (all of them under sim) sum and answer,
+        every local worker pulls its levels; returns each worker's mean of the ternarized tensors (flat) and the
+        float tensors' sums (flat), as the all-gather path does."""
+        for worker, g, trits in zip(self.workers, grads, trits_of):
+            self.exchange.push(worker.rank, trits, {n: g[n] for n in self.float_names})
+        self.exchange.serve_step(self.comm.local_servers)
+        means, sums = [], []
+        for worker in self.workers:
+            levels, floats = self.exchange.pull(worker.rank)
+            means.append(mean_of_levels(levels, shared, self.sizes_t, self.comm.world_size) if self.n_tern else None)
+            sums.append(torch.cat([floats[n] for n in self.float_names]) if self.float_names else None)
+        return means, sums

@@ -48,6 +48,8 @@ class AlexNetImageNet(ImageNetTask):
         },
         "ssdsgd": {
             "method.local_lr_scale": Cited(4.0, "SSD-SGD alex.sh: lr 0.4, lr-local 1.6"),
+            "optimizer.momentum_form": Cited("lr_inside", "SSD-SGD trains in MXNet: sgd_mom_update, "
+                                                          "mom = m mom - lr (g + wd w); w += mom"),
         },
     }
     tiers = probe_tiers(cpu_steps=200, cpu_batch=16)

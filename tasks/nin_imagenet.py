@@ -22,6 +22,8 @@ class NiNImageNet(ImageNetTask):
             "steps": Cited(220_000, f"{PAPER}: 220,000 iterations"),
             "optimizer.name": Cited("momentum", f"{PAPER}: momentum 0.9"),
             "optimizer.momentum": Cited(0.9, f"{PAPER}: momentum 0.9"),
+            "optimizer.momentum_form": Cited("lr_inside", f"{PAPER}: trained in Caffe, whose SGD solver puts lr "
+                                                          "inside the momentum: V = m V + lr (g + wd w); W -= V"),
             "lr_schedule.base_lr": Cited(0.01, f"{PAPER}: base learning rate 0.01"),
             "lr_schedule.kind": Cited("step", f"{PAPER}: factor-of-ten reduction every 100,000 iterations"),
             "lr_schedule.gamma": Cited(0.1, f"{PAPER}: factor of ten"),

@@ -22,6 +22,8 @@ class ResNet20CIFAR10(Cifar10Task):
             "global_batch": Cited(SSD_BATCH, f"{SSD} Sec. 4.3: batch 32 per GPU, 4 GPUs per machine, 4 machines"),
             "optimizer.name": Cited("momentum", f"{SCRIPT}: sgd with momentum on the servers"),
             "optimizer.momentum": Cited(0.9, f"{SCRIPT}: --mom 0.9"),
+            "optimizer.momentum_form": Cited("lr_inside", "MXNet's sgd_mom_update: mom = m mom - lr (g + wd w); "
+                                                          "w += mom"),
             "lr_schedule.base_lr": Cited(0.4, f"{SSD} Sec. 4.3: global lr 0.4"),
             "lr_schedule.kind": Cited("multistep", f"{SCRIPT}: --lr-step-epochs 80,120"),
             "lr_schedule.gamma": Cited(0.1, "MXNet fit.py --lr-factor default 0.1"),

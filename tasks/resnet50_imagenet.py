@@ -17,6 +17,7 @@ def _row(per_gpu: int, lr: float, warmup_epochs: int) -> dict:
         "global_batch": Cited(batch, f"{SSD} Sec. 4.3: batch {per_gpu} per GPU, 4 GPUs per machine, 4 machines"),
         "optimizer.name": Cited("momentum", f"{SCRIPT}: sgd with momentum on the servers"),
         "optimizer.momentum": assumed(0.9, "MXNet fit.py --mom default 0.9; the paper states none"),
+        "optimizer.momentum_form": Cited("lr_inside", "MXNet's sgd_mom_update: mom = m mom - lr (g + wd w); w += mom"),
         "lr_schedule.base_lr": Cited(lr, f"{SSD} Sec. 4.3: global lr {lr}"),
         "lr_schedule.kind": Cited("poly", f"{SCRIPT}: --lr-scheduler pow-2 (PolyScheduler)"),
         "lr_schedule.power": Cited(2.0, f"{SCRIPT}: pow-2"),

@@ -20,6 +20,8 @@ class VGG11ImageNet(ImageNetTask):
             "global_batch": assumed(512, "32 per GPU x 4 GPUs x 4 machines; Fig. 7 states no VGG-11 batch"),
             "optimizer.name": Cited("momentum", f"{SSD}: momentum SGD on the servers (Sec. 3.2.1)"),
             "optimizer.momentum": assumed(0.9, "MXNet fit.py --mom default 0.9"),
+            "optimizer.momentum_form": Cited("lr_inside", "MXNet's sgd_mom_update: mom = m mom - lr (g + wd w); "
+                                                          "w += mom"),
             "lr_schedule.base_lr": assumed(0.4, "the paper's global lr for batch 32 per GPU (Sec. 4.3)"),
             "lr_schedule.kind": assumed("fixed", "Fig. 7 measures speed only: no schedule is stated"),
             "steps": assumed(1_000, "Fig. 7 averages speed over 4 epochs; a speed probe needs far fewer steps"),

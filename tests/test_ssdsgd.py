@@ -214,7 +214,7 @@ def test_baseline_on_a_ps_equals_the_allreduce_baseline():
 # -- whole runs ---------------------------------------------------------------------------------------------
 def run_sim(data_root: Path, out: Path, method: str, **settings):
     base = {"task": "lenet-mnist", "dataset": "fashion-mnist", "method": method, "workers": 2,
-            "backend": "sim", "steps": 24, "ema": 0.0, "data_root": str(data_root), **settings}
+            "backend": "sim", "steps": 24, "ema": 0.0, "eval.every": 24, "data_root": str(data_root), **settings}
     result = execute(resolve(base), out, save_weights=True, show_progress=False)
     assert result.record["status"] == "done", result.record["error"]
     return result.record, torch.load(out / "weights" / f"{result.record['run_id']}.pt")

@@ -1,6 +1,8 @@
 """``sweep --set`` and ``--only``: running a part of a long campaign grid, as dry runs."""
 from __future__ import annotations
 
+import pytest
+
 from .conftest import commbench
 
 GRID = "bench/grids/campaign/terngrad-fig3.yaml"
@@ -60,3 +62,20 @@ def test_list_grids_includes_the_campaign_grids():
     proc = commbench("list", "grids")
     assert proc.returncode == 0, proc.stderr
     assert GRID in proc.stdout.splitlines() and "bench/grids/smoke.yaml" in proc.stdout.splitlines()
+
+
+def test_a_tied_axis_moves_its_settings_together(tmp_path):
+    from bench.config import ConfigError
+    from bench.grid import expand, load_grid
+
+    grid = tmp_path / "tied.yaml"
+    grid.write_text("base: {task: lenet-mnist, method: baseline, dataset: synthetic}\n"
+                    "axes:\n  seed: [1, 2]\n  'workers, global_batch, steps': [[2, 256, 10], [4, 512, 5]]\n")
+    runs = expand(load_grid(grid))
+    assert sorted((c.seed, c.workers, c.global_batch, c.steps) for c in runs) == \
+        [(1, 2, 256, 10), (1, 4, 512, 5), (2, 2, 256, 10), (2, 4, 512, 5)]
+    proc = commbench("sweep", str(grid), "--dry-run", "--only", "global_batch=512")
+    assert proc.returncode == 0 and len(proc.stdout.strip().splitlines()) == 2, proc.stderr
+    grid.write_text("base: {task: lenet-mnist, method: baseline}\naxes:\n  'workers, steps': [[2, 10], [4]]\n")
+    with pytest.raises(ConfigError, match="ties 2 settings: each value must be a list of 2"):
+        load_grid(grid)

@@ -50,6 +50,7 @@ class Reference:
     value: float
     unit: str
     note: str | None
+    printed: str = ""  # the value exactly as the paper printed it ("56.2720", "89.00")
 
     @property
     def variants(self) -> set[str]:
@@ -86,7 +87,7 @@ def _parse(path: Path, line: int, row: dict) -> Reference:
     if values["value"] is None or not values["metric"]:
         raise ConfigError(f"{path}:{line}: a reference row needs a metric and a value")
     values["unit"] = values["unit"] or ""
-    return Reference(**values)
+    return Reference(**values, printed=(row.get("value") or "").strip())
 
 
 def load_references(paper: str, folder: Path = PAPER_DIR) -> list[Reference]:

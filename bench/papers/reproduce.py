@@ -26,6 +26,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Callable
 
+from .conditions import condition_markers
 from .reference import Analogue, Reference
 
 OPTIMIZERS = {"momentum": "momentum", "vanilla-sgd": "sgd", "sgd": "sgd", "vanilla": "sgd", "adam": "adam"}
@@ -40,7 +41,7 @@ PAIR_KEYS = ("task", "dataset", "workers", "backend", "tier", "steps", "seed", "
 # configuration keys that do not change what a run computes: a setting is everything else but the seed
 NOT_SETTING = ("seed", "sources", "overrides", "data_root", "threads", "device", "checkpoint_every",
                "step_sleep_s", "fail_at_step", "eval")
-BYTE_UNITS = {"B": 1.0, "KB": 1e3, "MB": 1e6, "GB": 1e9}
+BYTE_UNITS = {"B": 1.0, "KB": 1e3, "MB": 1e6, "GB": 1e9, "MiB": 2.0 ** 20}
 
 
 @dataclass
@@ -53,7 +54,9 @@ class Cell:
     run_ids: list[str] = field(default_factory=list)
     why_missing: str | None = None
     gap: float | None = None        # top-1/top-5 rows of a method: ours minus our baseline (same setting, seed)
+    gap_std: float | None = None    # the spread of that gap over the seeds
     paper_gap: float | None = None  # the same gap in the paper (its baseline row of the same table)
+    records: list[dict] = field(default_factory=list)  # the matched runs (one per value)
 
     @property
     def n(self) -> int:
@@ -229,6 +232,9 @@ def markers(records: list[dict], ref: Reference, analogue: Analogue | None) -> l
             add(f"batch {cfg.get('global_batch')} for {ref.global_batch}")
         if ref.batch_per_worker and cfg.get("batch_per_worker") != ref.batch_per_worker:
             add(f"{cfg.get('batch_per_worker')}/worker for {ref.batch_per_worker}")
+        if ref.metric not in SPEED_METRICS:  # a speed does not depend on the recipe's schedule or averaging
+            for phrase in condition_markers(cfg, ref):
+                add(phrase)
     if analogue and analogue.reason:
         add(analogue.reason)
     return out
@@ -286,11 +292,12 @@ SIBLING_FREE = {"clip": ("clip",), "local_rule": ("local_rule", "local_lr_scale"
 AGGREGATES = {"accuracy_gain_max": ("top1_gain", max, "workers"), "accuracy_loss_max": ("top1_loss", max, "workers"),
               "speedup_pct_max": ("speedup_pct", max, "k"), "speedup_pct_min": ("speedup_pct", min, "k"),
               "top5_loss_mean_upper_bound": ("top5_loss", statistics.fmean, "workers")}
+# metric -> the total batch of the partner run: a loss against the same setting at a smaller batch (TernGrad
+# Sec. 4.2: floating gradients at batch 1024 vs 256), everything else equal but what goes with the batch
+BATCH_LOSS = {"top1_loss_vs_batch_256": 256}
+BATCH_FREE = ("workers", "backend", "global_batch", "batch_per_worker", "steps", "lr_schedule")
 # rows whose analogue at CPU scale does not exist, and why
-NO_ANALOGUE = {
-    "top1_loss_vs_batch_256": "the stand-in keeps the total batch at 64 for every worker count (Figure 3's "
-                              "setting), so the paper's large-batch drop has no analogue in these runs",
-}
+NO_ANALOGUE: dict[str, str] = {}
 
 
 def _ratio(r: dict, b: dict) -> float | None:
@@ -346,6 +353,19 @@ def _siblings(runs: list[dict], records: list[dict], param: str, wanted: Callabl
             for r in runs if key(r) in partners]
 
 
+def _batch_partners(runs: list[dict], records: list[dict], batch: int) -> list[tuple[float, dict]]:
+    """(partner top-1 - run top-1, run) for each run with a done partner of the same seed and setting, except the
+    total batch (``batch``) and what scales with it (workers, steps at equal epochs, the learning rate)."""
+    def key(r):
+        cfg = {k: v for k, v in r["config"].items() if k not in NOT_SETTING + BATCH_FREE}
+        return json.dumps(cfg, sort_keys=True, default=str), r["config"].get("seed")
+
+    partners = {key(r): r for r in records if r.get("status") == "done" and r["config"].get("global_batch") == batch
+                and (r.get("metrics") or {}).get("top1") is not None}
+    return [(_percent(partners[key(r)]["metrics"]["top1"] - r["metrics"]["top1"]), r)
+            for r in runs if key(r) in partners and r["config"].get("global_batch") != batch]
+
+
 # speeds of a stand-in model say nothing about the paper's model
 SPEED_METRICS = {"throughput_images_per_s", "speedup", "speedup_pct", "speedup_pct_min", "speedup_pct_max"}
 
@@ -381,7 +401,7 @@ def _from_model(cell: Cell, ref: Reference, records: list[dict]) -> Cell:
     if value is None:
         cell.why_missing = "the paper states no iteration count for this total"
         return cell
-    cell.values, cell.run_ids = [value], [record["run_id"]]
+    cell.values, cell.run_ids, cell.records = [value], [record["run_id"]], [record]
     per_node = ref.metric in ("model_size", "bytes_per_node_per_iteration")
     scale = [f"{ref.workers} nodes" if ref.workers and not per_node else "",
              f"{ref.iterations:,} iterations" if ref.metric in ("gradients_total", "gb_transferred") else ""]
@@ -467,6 +487,11 @@ def reproduce(ref: Reference, records: list[dict], analogues: list[Analogue],
         pairs, others = nearest(_paired(runs, baselines, PAIRED[metric], metric in EXCHANGE_BOUND), ref, want)
         if runs and not pairs:
             cell.why_missing = "no baseline run of the same setting to compare with"
+    elif metric in BATCH_LOSS:
+        pairs, others = nearest(_batch_partners(runs, records, BATCH_LOSS[metric]), ref, want)
+        if runs and not pairs:
+            cell.why_missing = (f"no run of the same setting at batch {BATCH_LOSS[metric]} to compare with "
+                                f"(bench/grids/campaign/terngrad-table2.yaml has both)")
     elif metric in SIBLING:
         param, wanted = SIBLING[metric]
         pairs, others = nearest(_siblings(runs, records, param, wanted), ref, want)
@@ -527,6 +552,7 @@ def reproduce(ref: Reference, records: list[dict], analogues: list[Analogue],
         return cell
     cell.values = [v for v, _ in pairs]
     cell.run_ids = [r["run_id"] for _, r in pairs]
+    cell.records = [r for _, r in pairs]
     if (note := _others(ref, others)) is not None:
         extra.append(note)
     warmups = {(_params(r).get("warmup"), r["config"].get("steps")) for _, r in pairs if _params(r).get("warmup")}
@@ -541,6 +567,7 @@ def reproduce(ref: Reference, records: list[dict], analogues: list[Analogue],
     if metric in ("top1", "top5") and ref.method != "baseline" and pairs:
         gaps = _paired([r for _, r in pairs], baselines, lambda r, b: _percent(r["metrics"][metric] - b["metrics"][metric]))
         cell.gap = statistics.fmean(v for v, _ in gaps) if gaps else None
+        cell.gap_std = statistics.stdev(v for v, _ in gaps) if len(gaps) > 1 else None
     if not cell.values and cell.why_missing is None and modelled:
         cell.why_missing = f"modelled in the paper (commbench model); no run of {ref.task} on the emulated network"
     if not cell.values and cell.why_missing is None and stand_in is not None and metric in SPEED_METRICS:

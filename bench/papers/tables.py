@@ -13,6 +13,8 @@ from methods import METHODS
 from ..records import iter_records
 from .reference import PAPER_DIR, PAPERS, load_analogues, load_references
 from .reproduce import Cell, paper_gap, reproduce
+from .verdicts import MISSING as MISSING_VERDICT
+from .verdicts import NOT_REPRODUCED, REPRODUCED, UNTESTABLE, judge
 
 FORMATS = ("md", "csv", "latex")
 MISSING = "missing"
@@ -28,7 +30,7 @@ def superseded(record: dict) -> str | None:
     cfg = record["config"]
     method = METHODS.get(cfg.get("method"))
     made_by = cfg.get("method_version", 1)
-    if method is None or made_by == method.version:
+    if method is None or method.computes_as(made_by, cfg.get("workers", 0), cfg.get("method_params") or {}):
         return None
     return f"{cfg['method']} v{made_by}, now v{method.version}"
 
@@ -56,13 +58,20 @@ def build(which: str, results: Path, paper_dir: Path = PAPER_DIR) -> list[Cell]:
     return cells
 
 
-def _decimals(ref_value: float, unit: str) -> int:
+def _decimals(ref, unit: str) -> int:
     """As many decimals as the paper printed, at least two (a reproduction is finer than 98%)."""
     if unit == "count":
         return 0
-    text = repr(float(ref_value))
-    printed = 0 if "e" in text or text.endswith(".0") else len(text.split(".")[1])
+    text = ref.printed or repr(float(ref.value))
+    printed = 0 if "e" in text.lower() or "." not in text else len(text.split(".")[1])
     return max(2, min(printed, 6))
+
+
+def _paper_value(ref) -> str:
+    """The paper's number as the paper printed it (56.2720, 89.00, 15583.03); large counts with separators."""
+    if ref.printed and not (ref.unit == "count" or (float(ref.value).is_integer() and abs(ref.value) >= 1000)):
+        return ref.printed
+    return _number(ref.value, ref.unit)
 
 
 def _number(value: float | None, unit: str, decimals: int | None = None) -> str:
@@ -77,7 +86,7 @@ def _number(value: float | None, unit: str, decimals: int | None = None) -> str:
 def _reproduced(cell: Cell) -> str:
     if not cell.values:
         return MISSING
-    d = _decimals(cell.ref.value, cell.ref.unit)
+    d = _decimals(cell.ref, cell.ref.unit)
     text = _number(cell.mean, cell.ref.unit, d)
     return text + (f" ± {_number(cell.std, cell.ref.unit, d)}" if cell.std is not None else "")
 
@@ -86,23 +95,35 @@ def rows(cells: list[Cell]) -> list[dict]:
     out = []
     for c in cells:
         r = c.ref
+        verdict = judge(c)
         out.append({"paper": r.paper, "source": r.source, "row": r.row, "setting": r.setting(), "metric": r.metric,
-                    "unit": r.unit, "paper value": _number(r.value, r.unit), "reproduced": _reproduced(c),
+                    "unit": r.unit, "paper value": _paper_value(r), "reproduced": _reproduced(c),
                     "n": str(c.n) if c.n else "",
-                    "delta": f"{c.delta:+,.{_decimals(r.value, r.unit)}f}" if c.delta is not None else "",
+                    "delta": f"{c.delta:+,.{_decimals(r, r.unit)}f}" if c.delta is not None else "",
                     "paper gap": f"{c.paper_gap:+.2f}" if c.paper_gap is not None else "",
                     "our gap": f"{c.gap:+.2f}" if c.gap is not None else "",
+                    "verdict": verdict.label, "why": verdict.why if c.values else "",
                     "differs": "; ".join(c.markers) if c.values else (c.why_missing or MISSING),
                     "runs": " ".join(c.run_ids)})
     return out
 
 
 SHOWN = ["row", "setting", "metric", "unit", "paper value", "reproduced", "n", "delta", "paper gap", "our gap",
-         "differs"]
+         "verdict", "why", "differs"]
 NUMERIC = ("paper value", "n", "delta", "paper gap", "our gap")
 LEGEND = ("reproduced: mean ± std over the seeds of one setting (n runs); delta: reproduced - paper; gap: a "
           "method's top-1/top-5 minus its baseline's, in the paper (the same table's baseline row) and here (the "
-          "baseline run of the same setting and seed); differs: how the runs' setting departs from the paper's.")
+          "baseline run of the same setting and seed); verdict: reproduced, not reproduced, untestable here or "
+          "missing, by the rule in the README (why: what was compared, or why it cannot be); differs: how the "
+          "runs' setting departs from the paper's.")
+
+
+def verdict_counts(group: list[dict]) -> str:
+    """"N reproduced, M not reproduced, K untestable, L missing" over a section's rows (one per number)."""
+    counts = {v: sum(r["verdict"] == v for r in group) for v in (REPRODUCED, NOT_REPRODUCED, UNTESTABLE,
+                                                                  MISSING_VERDICT)}
+    return (f"{counts[REPRODUCED]} reproduced, {counts[NOT_REPRODUCED]} not reproduced, "
+            f"{counts[UNTESTABLE]} untestable, {counts[MISSING_VERDICT]} missing")
 
 
 def sections(table: list[dict]):
@@ -140,19 +161,24 @@ def layout(group: list[dict]) -> tuple[list[str], list[dict]]:
     for m in metrics:
         columns += [head(m, "paper"), head(m, "reproduced"), head(m, "delta")]
         columns += [head(m, "paper gap"), head(m, "our gap")] if m in with_gaps else []
-    columns.append("differs")
+        columns.append(head(m, "verdict"))
+    columns += ["why", "differs"]
     lines = []
     for label, rs in labels.items():
         line = dict.fromkeys(columns, "")
         line.update({"row": label, "setting": rs[0]["setting"]})
         differs: list[str] = []
+        why: list[str] = []
         for r in rs:
             m = r["metric"]
             line.update({head(m, "paper"): r["paper value"], head(m, "reproduced"): _with_n(r),
-                         head(m, "delta"): r["delta"]})
+                         head(m, "delta"): r["delta"], head(m, "verdict"): r["verdict"]})
             if m in with_gaps:
                 line.update({head(m, "paper gap"): r["paper gap"], head(m, "our gap"): r["our gap"]})
+            if r["why"]:
+                why.append(f"{m}: {r['why']}")
             differs += [d for d in r["differs"].split("; ") if d not in differs]
+        line["why"] = "; ".join(why)
         line["differs"] = "; ".join(differs)
         lines.append(line)
     return columns, lines
@@ -174,8 +200,7 @@ def _md_cell(text: str) -> str:
 def render_markdown(table: list[dict]) -> str:
     parts = [f"_{LEGEND}_\n"] if table else []
     for (paper, source), group in sections(table):
-        done = sum(r["reproduced"] != MISSING for r in group)
-        parts.append(f"### {PAPERS[paper]}: {source}\n\n{done} of {len(group)} reproduced\n")
+        parts.append(f"### {PAPERS[paper]}: {source}\n\n{verdict_counts(group)}\n")
         columns, lines = layout(group)
         parts.append("| " + " | ".join(_md_cell(c) for c in columns) + " |")
         parts.append("|" + "|".join("---:" if _numeric(c) else "---" for c in columns) + "|")
@@ -205,7 +230,8 @@ def render_latex(table: list[dict]) -> str:
     """One booktabs table per paper table (needs \\usepackage{booktabs})."""
     parts = []
     for (paper, source), group in sections(table):
-        caption = rf"\caption{{{latex_escape(PAPERS[paper])}: {latex_escape(source)}, paper vs.\ reproduced}}"
+        caption = (rf"\caption{{{latex_escape(PAPERS[paper])}: {latex_escape(source)}, paper vs.\ reproduced "
+                   rf"({latex_escape(verdict_counts(group))})}}")
         columns, lines = layout(group)
         if columns is not SHOWN:  # the paper's layout: a column group per metric
             spec = "".join("r" if _numeric(c) or c.endswith(": reproduced") else "l" for c in columns)
@@ -215,14 +241,15 @@ def render_latex(table: list[dict]) -> str:
             parts += [r"\bottomrule", r"\end{tabular}", r"\end{table}", ""]
             continue
         parts += [r"\begin{table}[ht]", r"\centering", r"\small", caption,
-                  r"\begin{tabular}{lllrrrrrl}", r"\toprule",
-                  r"Row & Setting & Metric & Paper & Reproduced & $\Delta$ & Paper gap & Our gap & Differs \\",
+                  r"\begin{tabular}{lllrrrrrlll}", r"\toprule",
+                  r"Row & Setting & Metric & Paper & Reproduced & $\Delta$ & Paper gap & Our gap & Verdict & Why & "
+                  r"Differs \\",
                   r"\midrule"]
         for r in group:
             unit = f" ({r['unit']})" if r["unit"] else ""
             fields = [r["row"], r["setting"], r["metric"] + unit, r["paper value"],
                       _with_n(r), r["delta"],
-                      r["paper gap"], r["our gap"], r["differs"]]
+                      r["paper gap"], r["our gap"], r["verdict"], r["why"], r["differs"]]
             parts.append(" & ".join(latex_escape(f) for f in fields) + r" \\")
         parts += [r"\bottomrule", r"\end{tabular}", r"\end{table}", ""]
     return "\n".join(parts) + "\n"

@@ -105,3 +105,32 @@ def from_bytes(b: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     if b.storage_offset() % width:
         b = b.clone()
     return b.view(dtype)
+
+
+def level_bits(workers: int) -> int:
+    """Bits for one element of a sum of ``workers`` trits: 2N + 1 levels need ceil(log2(2N + 1)) bits."""
+    return (2 * workers).bit_length()
+
+
+def pack_uint(values: torch.Tensor, width: int) -> torch.Tensor:
+    """Non-negative integers below 2**width (n,) -> uint8 (ceil(n * width / 8),): the stream of bit planes
+    (bit 0 of every element, then bit 1, ...) in :func:`pack_bits`' layout. Any width, so 17 levels take
+    5 bits, not 8; each plane is whole-array shifts over uint8 (int16 above 8 bits)."""
+    small = torch.uint8 if width <= 8 else torch.int16
+    v = values.reshape(-1).to(small)
+    planes = torch.empty((width, v.numel()), dtype=small, device=values.device)
+    for b in range(width):
+        torch.bitwise_right_shift(v, b, out=planes[b])
+        planes[b].bitwise_and_(1)
+    bits = planes if small == torch.uint8 else planes.to(torch.uint8)
+    return pack_bits(bits.view(torch.bool).reshape(-1))
+
+
+def unpack_uint(packed: torch.Tensor, n: int, width: int) -> torch.Tensor:
+    """Inverse of :func:`pack_uint`: uint8 (width <= 8) or int16 (n,)."""
+    small = torch.uint8 if width <= 8 else torch.int16
+    planes = unpack_bits(packed, n * width).view(width, n)
+    out = planes[0].to(small)
+    for b in range(1, width):
+        out.bitwise_or_(planes[b].to(small) << b)
+    return out
