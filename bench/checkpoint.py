@@ -20,7 +20,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import pickle
 import random
+import re
 import shutil
 import signal
 import threading
@@ -34,6 +36,27 @@ from .provenance import now
 from .records import atomic_write
 
 STOP_SIGNALS = (signal.SIGUSR1, signal.SIGUSR2)
+FOLDER_NAME = re.compile(r"^step-[0-9]{9}$")
+FILE_NAME = re.compile(r"^(sim|rank[0-9]{1,6})\.pt$")
+
+
+class UntrustedCheckpoint(ValueError):
+    """A checkpoint this harness did not write, or that holds more than tensors and plain values."""
+
+
+def safe_load(path: Path):
+    """``torch.load`` that unpickles tensors and plain values only (``weights_only=True``): a pickle planted in a
+    results folder cannot run code. Raises :class:`UntrustedCheckpoint` naming the file."""
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as exc:
+        why = next((line.strip() for line in str(exc).splitlines() if "Unsupported" in line or "global" in line),
+                   "it holds objects other than tensors and plain values")
+        raise UntrustedCheckpoint(f"{path}: refused, not a checkpoint of tensors and plain values ({why[:160]})") \
+            from None
+    except (OSError, RuntimeError, EOFError, ValueError) as exc:
+        raise UntrustedCheckpoint(f"{path}: cannot be read as a checkpoint ({str(exc).splitlines()[0][:160]})") \
+            from None
 POLL_STEPS = 10  # dist: steps between agreements on a stop signal (a 1-element control sum)
 
 
@@ -76,10 +99,14 @@ def stop_signals():
 
 
 def capture_rng(workers_rng: dict) -> dict:
-    """Every random stream a run draws from: torch (CPU and CUDA), Python, NumPy, and the workers' own."""
+    """Every random stream a run draws from: torch (CPU and CUDA), Python, NumPy, and the workers' own. Only
+    tensors and plain Python values, so that a checkpoint loads with ``weights_only=True`` (no pickled code)."""
+    name, keys, pos, has_gauss, cached = np.random.get_state()
     return {"torch": torch.get_rng_state(),
             "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
-            "python": random.getstate(), "numpy": np.random.get_state(), "workers": workers_rng}
+            "python": random.getstate(),
+            "numpy": (name, torch.from_numpy(keys.astype(np.int64)), int(pos), int(has_gauss), float(cached)),
+            "workers": workers_rng}
 
 
 def restore_rng(state: dict) -> dict:
@@ -88,7 +115,8 @@ def restore_rng(state: dict) -> dict:
     if state["cuda"] is not None and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
     random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
+    name, keys, pos, has_gauss, cached = state["numpy"]
+    np.random.set_state((name, keys.numpy().astype(np.uint32), pos, has_gauss, cached))
     return state["workers"]
 
 
@@ -112,20 +140,48 @@ class Checkpoints:
 
     def latest(self) -> dict | None:
         try:
-            return json.loads(self.latest_path.read_text())
+            latest = json.loads(self.latest_path.read_text())
         except (OSError, ValueError):
             return None
+        return latest if isinstance(latest, dict) else None
+
+    def files_in_force(self) -> list[Path]:
+        """The files of the checkpoint in force. Raises :class:`UntrustedCheckpoint` unless ``latest.json`` names a
+        folder and files of the shapes this harness writes, inside this run's checkpoint folder (a results folder
+        on shared storage may hold anything)."""
+        latest = self.latest()
+        if latest is None:
+            return []
+        folder, files = latest.get("folder"), latest.get("files")
+        if not isinstance(folder, str) or not FOLDER_NAME.match(folder):
+            raise UntrustedCheckpoint(f"{self.latest_path}: folder {str(folder)[:80]!r} is not one commbench writes")
+        if not isinstance(files, list) or not all(isinstance(f, str) and FILE_NAME.match(f) for f in files):
+            raise UntrustedCheckpoint(f"{self.latest_path}: files {str(files)[:80]!r} are not ones commbench writes")
+        paths = [self.directory / folder / f for f in files]
+        root = self.directory.resolve()
+        for path in paths:
+            if path.is_symlink() or not path.resolve().is_relative_to(root):
+                raise UntrustedCheckpoint(f"{path}: leads outside {self.directory}")
+        return paths
 
     def load(self) -> dict | None:
-        """This process's state at the checkpoint in force, or None to start from step 0."""
+        """This process's state at the checkpoint in force, or None to start from step 0. Loaded with
+        ``weights_only=True``: tensors and plain values only, never pickled code."""
         latest = self.latest()
         if latest is None:
             return None
+        self.files_in_force()
         path = self.directory / latest["folder"] / f"{self.key}.pt"
         if not path.exists():
             raise RuntimeError(f"checkpoint {self.directory / latest['folder']} has no state for {self.key} "
                                f"(made by a run with other processes?); delete {self.directory} to start over")
-        return torch.load(path, map_location="cpu", weights_only=False)
+        return safe_load(path)
+
+    def verify(self) -> None:
+        """Before a run resumes: every file of the checkpoint in force loads as tensors and plain values.
+        Raises :class:`UntrustedCheckpoint` (one line) otherwise."""
+        for path in self.files_in_force():
+            safe_load(path)
 
     def sync_point(self, done: int, total: int) -> bool:
         """Steps after which every process meets to agree on stopping (and saves if due)."""

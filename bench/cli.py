@@ -60,12 +60,15 @@ def build_parser() -> Parser:
     sweep.add_argument("--only", action="append", default=[], metavar="AXIS=V1,V2",
                        help="run only the runs whose AXIS takes one of these values (a part of a long campaign)")
     sweep.add_argument("--quiet", action="store_true")
+    sweep.add_argument("--max-runs", type=int, default=None, metavar="N",
+                       help="allow a grid of more than 10,000 runs (the product of its axes), up to N")
 
     status = sub.add_parser("status", help="each stored run and its state")
     status.add_argument("--out", default="results")
     status.add_argument("--grid", help="also list this grid's runs that have no record yet (what is left)")
     status.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="as for sweep")
     status.add_argument("--only", action="append", default=[], metavar="AXIS=V1,V2", help="as for sweep")
+    status.add_argument("--max-runs", type=int, default=None, metavar="N", help="as for sweep")
 
     table = sub.add_parser("table", help="comparison table from the stored records")
     table.add_argument("--results", default="results")
@@ -111,19 +114,25 @@ def summary(cfg: RunConfig, record: dict) -> str:
 
 
 def cmd_run(args) -> int:
-    from .runner import RankFailed, execute
+    from .runner import RankFailed, RecordNotWritten, execute
+
+    from .preflight import check_runs
 
     cfg = resolve(run_settings(args))
+    check_runs([cfg], args.out)
     try:
         result = execute(cfg, Path(args.out), force=args.force, save_weights=args.save_weights,
                          show_progress=not args.quiet)
     except RankFailed as exc:  # one process of a torchrun/srun launch: exit 1 so the launcher stops the rest
         print(f"commbench: {cfg.run_id}: failed: {exc}", file=sys.stderr)
         return 1
+    except RecordNotWritten as exc:
+        print(f"commbench: {exc}", file=sys.stderr)
+        return 1
     if result.path is None:
         return 0
     if result.skipped:
-        print(f"skip: {cfg.run_id} already done ({result.path}; --force runs it again)")
+        print(f"skip: {cfg.run_id} already {result.record['status']} ({result.path}; --force runs it again)")
     print(summary(cfg, result.record))
     return 1 if result.record["status"] == "failed" else 0
 
@@ -157,9 +166,10 @@ def _axis_value(cfg: RunConfig, axis: str):
     return getattr(cfg, axis.replace(".", "_"), None)
 
 
-def grid_runs(path: str, sets: list[str], filters: list[str], data_root: str | None = None):
+def grid_runs(path: str, sets: list[str], filters: list[str], data_root: str | None = None,
+              max_runs: int | None = None):
     """A grid's runs, with ``--set`` applied to every run and ``--only`` picking a part."""
-    from .grid import expand, load_grid
+    from .grid import MAX_RUNS, expand, load_grid
 
     grid = load_grid(path)
     if data_root:
@@ -168,11 +178,11 @@ def grid_runs(path: str, sets: list[str], filters: list[str], data_root: str | N
         if key in grid.values():
             raise ConfigError(f"--set {key}: is an axis of {path}; change the grid instead")
         grid.base[key] = value
-    return grid, only(expand(grid), grid, filters)
+    return grid, only(expand(grid, max_runs or MAX_RUNS), grid, filters)
 
 
 def cmd_sweep(args) -> int:
-    grid, runs = grid_runs(args.grid, args.set, args.only, args.data_root)
+    grid, runs = grid_runs(args.grid, args.set, args.only, args.data_root, args.max_runs)
     nets = sorted({cfg.net for cfg in runs if cfg.net})
     if nets and args.launcher != "local":
         raise ConfigError(f"net: an emulated network ({', '.join(nets)}) needs --launcher local (it puts the "
@@ -181,6 +191,10 @@ def cmd_sweep(args) -> int:
         from .launch.netns import require_netns
 
         require_netns()
+    if not args.dry_run:
+        from .preflight import check_runs
+
+        check_runs(runs, args.out, local=args.launcher == "local")
     profile = None
     if args.launcher == "slurm":
         from .launch.profile import load_profile, run_shape
@@ -225,7 +239,7 @@ def cmd_status(args) -> int:
     records = {r["run_id"]: r for r in iter_records(out)}
     todo = []
     if args.grid:  # only this grid's runs: those with a record or a job, then those still to do
-        wanted = grid_runs(args.grid, args.set, args.only)[1]
+        wanted = grid_runs(args.grid, args.set, args.only, max_runs=args.max_runs)[1]
         ids = {c.run_id for c in wanted}
         records = {k: v for k, v in records.items() if k in ids}
         notes = {k: v for k, v in notes.items() if k in ids}

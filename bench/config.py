@@ -26,13 +26,46 @@ class ConfigError(ValueError):
     """Bad input. ``str(err)`` is the one line printed before exit code 2."""
 
 
+# A YAML document is a graph: an alias reuses a node, so 400 bytes of nested aliases stand for billions of
+# values, which anything that walks the result (printing, hashing a run id) expands. Refused past this size.
+MAX_YAML_VALUES = 100_000
+
+
+def load_yaml(text: str, what: str) -> Any:
+    """``yaml.safe_load`` for text from users (grids, profiles, --set values), refusing documents whose aliases
+    expand past :data:`MAX_YAML_VALUES` values. Raises ConfigError (naming ``what``) or yaml.YAMLError."""
+    node = yaml.compose(text, Loader=yaml.SafeLoader)
+    if node is not None:
+        sizes: dict[int, int] = {}
+
+        def size(n) -> int:
+            if id(n) in sizes:
+                return sizes[id(n)]
+            sizes[id(n)] = MAX_YAML_VALUES + 1  # a node that contains itself expands without end
+            if isinstance(n, yaml.SequenceNode):
+                total = 1 + sum(size(c) for c in n.value)
+            elif isinstance(n, yaml.MappingNode):
+                total = 1 + sum(size(k) + size(v) for k, v in n.value)
+            else:
+                total = 1
+            sizes[id(n)] = min(total, MAX_YAML_VALUES + 1)
+            return sizes[id(n)]
+
+        if size(node) > MAX_YAML_VALUES:
+            raise ConfigError(f"{what}: its YAML aliases expand to more than {MAX_YAML_VALUES:,} values; refused")
+    return yaml.safe_load(text)
+
+
 # -- value parsers --------------------------------------------------------------------------------------
-def _int(minimum: int | None = None) -> Callable[[str, Any], int]:
+def _int(minimum: int | None = None, maximum: int | None = None) -> Callable[[str, Any], int]:
     def parse(key, v):
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or int(v) != v:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or (isinstance(v, float) and not math.isfinite(v)) \
+                or int(v) != v:
             raise ConfigError(f"{key}: expected an integer, got {v!r}")
         if minimum is not None and v < minimum:
             raise ConfigError(f"{key}: must be >= {minimum}, got {v!r}")
+        if maximum is not None and v > maximum:
+            raise ConfigError(f"{key}: must be <= {maximum:,}, got {v!r}")
         return int(v)
     return parse
 
@@ -107,14 +140,16 @@ def _bool(key, v):
 
 
 LR_KINDS = ("fixed", "step", "multistep", "poly", "exp")
+MAX_STEPS = 10 ** 9  # more iterations than any paper trains (TernGrad's longest: 370K); a typo beyond it
+MAX_WORKERS = 4096
 OPTIMIZERS = ("sgd", "momentum", "adam")
 TIERS = ("paper", "cpu", "smoke")
 
 # Every setting a run knows, with its parser. ``method.<param>`` keys are checked against the method.
 KEYS: dict[str, Callable[[str, Any], Any]] = {
     "task": _str, "method": _str, "dataset": _opt_str, "recipe": _opt_str, "data_root": _opt_str,
-    "workers": _int(1), "backend": _choice("dist", "sim"), "seed": _int(0), "tier": _choice(*TIERS),
-    "steps": _int(1), "epochs": _float(1e-9), "global_batch": _int(1),
+    "workers": _int(1, MAX_WORKERS), "backend": _choice("dist", "sim"), "seed": _int(0, 2 ** 64 - 1),
+    "tier": _choice(*TIERS), "steps": _int(1, MAX_STEPS), "epochs": _float(1e-9, 1e6), "global_batch": _int(1),
     "model.variant": _opt_str, "model.dropout": _float(0, 1),
     "optimizer.name": _choice(*OPTIMIZERS), "optimizer.momentum": _float(0, 1),
     "optimizer.momentum_form": _choice("lr_outside", "lr_inside"),
@@ -241,7 +276,7 @@ def parse_set(items: list[str]) -> dict[str, Any]:
         if not sep or not key:
             raise ConfigError(f"--set {item!r}: expected KEY=VALUE")
         try:
-            out[key.strip()] = yaml.safe_load(raw) if raw.strip() else ""
+            out[key.strip()] = load_yaml(raw, f"--set {key.strip()}") if raw.strip() else ""
         except yaml.YAMLError:
             raise ConfigError(f"--set {key}: cannot read value {raw!r}") from None
     return out
@@ -315,6 +350,9 @@ def resolve(settings: Mapping[str, Any]) -> RunConfig:
     workers, global_batch = values["workers"], values["global_batch"]
     if global_batch % workers:
         raise ConfigError(f"global_batch: {global_batch} does not split evenly over {workers} workers")
+    if global_batch > task.train_size(dataset):
+        raise ConfigError(f"global_batch: {global_batch} is more than the {task.train_size(dataset):,} training "
+                          f"images of {dataset}")
     if values.get("net") is not None and values["backend"] != "dist":
         raise ConfigError(f"net: an emulated network ({values['net']}) needs backend dist, not "
                           f"{values['backend']} (sim workers share one process and send nothing over a network)")

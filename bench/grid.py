@@ -11,6 +11,8 @@ one bad value anywhere stops the whole sweep with exit 2 and nothing written.
 from __future__ import annotations
 
 import itertools
+import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,7 +21,8 @@ import yaml
 
 from methods import METHODS
 
-from .config import ConfigError, RunConfig, check_names, method_param_types, resolve
+from .config import ConfigError, RunConfig, check_names, load_yaml, method_param_types, resolve
+from .records import SAFE_NAME
 
 TOP_LEVEL = ("name", "base", "axes", "exclude", "slurm", "description")
 
@@ -48,7 +51,7 @@ def load_grid(path: str | Path) -> Grid:
     if not path.is_file():
         raise ConfigError(f"{path}: no such grid file")
     try:
-        doc = yaml.safe_load(path.read_text())
+        doc = load_yaml(path.read_text(), str(path))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark else ""
@@ -82,7 +85,12 @@ def load_grid(path: str | Path) -> Grid:
             check_names(entry)
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}") from None
-    return Grid(path, dict(base), dict(axes), list(exclude), dict(slurm), str(doc.get("name", path.stem)))
+    name = doc.get("name")
+    if name is None:  # the file's own name, made safe for a job name
+        name = re.sub(r"[^A-Za-z0-9._-]", "-", path.stem).lstrip("._-") or "grid"
+    elif not isinstance(name, str) or not SAFE_NAME.match(name):
+        raise ConfigError(f"{path}: name {str(name)[:60]!r}: letters, digits, '.', '_', '-' only (it names Slurm jobs)")
+    return Grid(path, dict(base), dict(axes), list(exclude), dict(slurm), name)
 
 
 def _axis_names(key: str) -> list[str]:
@@ -99,8 +107,16 @@ def _excluded(settings: dict, exclude: list[dict]) -> bool:
     return any(all(settings.get(k) == v for k, v in entry.items()) for entry in exclude)
 
 
-def expand(grid: Grid) -> list[RunConfig]:
-    """All runs of the grid, resolved and validated, in axis order, without duplicates."""
+MAX_RUNS = 10_000  # a grid above this (the product of its axes) is refused unless --max-runs allows it
+
+
+def expand(grid: Grid, max_runs: int = MAX_RUNS) -> list[RunConfig]:
+    """All runs of the grid, resolved and validated, in axis order, without duplicates. A grid whose axes
+    multiply to more than ``max_runs`` combinations is refused before any is resolved."""
+    count = math.prod(len(v) for v in grid.axes.values())
+    if count > max_runs:
+        raise ConfigError(f"{grid.path}: {count:,} runs (the product of its axes), more than {max_runs:,}; "
+                          f"pass --max-runs {count} to allow it")
     keys = list(grid.axes)
     combos = [{k: v for key, value in zip(keys, values) for k, v in _axis_settings(key, value).items()}
               for values in itertools.product(*grid.axes.values())] or [{}]

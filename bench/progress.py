@@ -11,6 +11,7 @@ class Progress:
     def __init__(self, desc: str, total: int, unit: str = "step", every_s: float = 10.0, enabled: bool = True):
         self.desc, self.total, self.unit, self.every_s = desc, total, unit, every_s
         self.enabled = enabled
+        self.done = 0  # the last count reported, shown or not (what a stopped run had reached)
         self._bar = None
         self._last_line = 0.0
         self._start = time.monotonic()
@@ -20,6 +21,7 @@ class Progress:
             self._bar = tqdm(total=total, desc=desc, unit=unit, leave=False, dynamic_ncols=True)
 
     def update(self, done: int, total: int | None = None, loss: float | None = None, note: str = "") -> None:
+        self.done = done
         if not self.enabled:
             return
         if self._bar is not None:

@@ -10,12 +10,13 @@ from typing import Callable
 from methods.comm import SimCommunicator
 from tasks import TASKS
 
-from .checkpoint import Checkpoints, stop_signals
+from .checkpoint import Checkpoints, UntrustedCheckpoint, stop_signals
 from .config import ConfigError, RunConfig
 from .launch.local import launch_local
+from .launch.owner import unwind_on_sigterm
 from .progress import Progress
 from .provenance import collect_env, git_state, now
-from .records import EMPTY_METRICS, make_record, read_record, write_record
+from .records import EMPTY_METRICS, FINISHED, UnreadableRecord, make_record, read_or_set_aside, read_record, write_record
 from .train import Outcome, run_rank, server_count, train
 
 
@@ -25,6 +26,10 @@ class RunResult:
     path: Path | None  # None on a dist rank other than 0 under an outside launcher, or when interrupted
     skipped: bool = False
     interrupted: Outcome | None = None  # stopped by a signal, checkpoint saved, and requeued (see execute)
+
+
+class RecordNotWritten(RuntimeError):
+    """The run finished but its record could not be written (a full disk, a folder gone); one line."""
 
 
 class RankFailed(RuntimeError):
@@ -42,7 +47,10 @@ def _rank_name(cfg: RunConfig, rank: int) -> str:
 
 def _failed_since(out: Path, run_id: str, started_at: str) -> bool:
     """A failed record of this attempt exists (written by a peer process at or after our start)."""
-    record = read_record(out, run_id)
+    try:
+        record = read_record(out, run_id)
+    except UnreadableRecord:
+        return False
     return bool(record and record.get("status") == "failed"
                 and (record.get("env", {}).get("finished_at") or "") >= started_at)
 
@@ -63,7 +71,8 @@ def one_line(exc: BaseException) -> str:
 
 def execute(cfg: RunConfig, out: Path, *, force: bool = False, save_weights: bool = False,
             show_progress: bool = True, requeue: Callable[[Outcome], str | None] | None = None) -> RunResult:
-    """Run ``cfg`` unless its record already says done (or ``force``). Always leaves a record, except when a
+    """Run ``cfg`` unless its record already says done or diverged (or ``force``); an unreadable record is moved
+    aside and the run runs again. Always leaves a record, except when a
     stop signal interrupted the run and ``requeue`` (a Slurm job's) put it back in the queue.
 
     A run resumes from its checkpoint (``OUT/checkpoints/<run_id>``) if one is there; ``force`` starts over.
@@ -78,8 +87,8 @@ def execute(cfg: RunConfig, out: Path, *, force: bool = False, save_weights: boo
             raise ConfigError(f"net: an emulated network ({cfg.net}) is built by the harness's own local launcher; "
                               f"under torchrun or Slurm the processes already have their network")
         require_netns()
-    existing = read_record(out, cfg.run_id)
-    if existing is not None and existing.get("status") == "done" and not force:
+    existing = read_or_set_aside(out, cfg.run_id)
+    if existing is not None and existing.get("status") in FINISHED and not force:
         return RunResult(existing, out / "runs" / f"{cfg.run_id}.json", skipped=True)
     servers = server_count(cfg)
     outside = cfg.backend == "dist" and under_outside_launcher()
@@ -89,6 +98,10 @@ def execute(cfg: RunConfig, out: Path, *, force: bool = False, save_weights: boo
     ckpt_dir = checkpoint_dir(out, cfg.run_id)
     if force and (not outside or os.environ["RANK"] == "0"):
         Checkpoints(ckpt_dir).remove()
+    try:  # before anything runs: a checkpoint this harness did not write is refused, never unpickled
+        Checkpoints(ckpt_dir).verify()
+    except UntrustedCheckpoint as exc:
+        raise ConfigError(f"{exc}; move {ckpt_dir} away, or pass --force to start the run over") from None
 
     started_at, t0, code = now(), time.perf_counter(), git_state()
     quiet_rank = outside and os.environ["RANK"] != "0"
@@ -97,7 +110,7 @@ def execute(cfg: RunConfig, out: Path, *, force: bool = False, save_weights: boo
     world = {"world_size": cfg.workers, "dist_backend": None}
     root = Path(cfg.data_root or "data")
     try:
-        with stop_signals():
+        with stop_signals(), unwind_on_sigterm():
             TASKS[cfg.task].prepare_data(cfg.dataset, root)
             if cfg.backend == "sim":
                 outcome = train(cfg, SimCommunicator(cfg.workers, num_servers=servers), report=progress.update,
@@ -129,10 +142,12 @@ def execute(cfg: RunConfig, out: Path, *, force: bool = False, save_weights: boo
                 outcome, world = launch_local(cfg, out / "logs" / cfg.run_id, report=progress.update,
                                               save_weights=save_weights, checkpoint_dir=ckpt_dir)
         status = outcome.status
-    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM during a --net run (launch.netns.Terminated)
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (launch.owner.Terminated): the run's stop is recorded
         progress.close()
-        _store(cfg, out, "failed", getattr(exc, "reason", "interrupted (Ctrl-C)"), outcome, world,
-               (started_at, t0, code), save_weights)
+        reason = getattr(exc, "reason", "interrupted (Ctrl-C)")
+        if progress.done:
+            reason += f" at step {progress.done} of {cfg.steps}"
+        _store(cfg, out, "failed", reason, outcome, world, (started_at, t0, code), save_weights)
         raise
     except RankFailed:  # recorded already; the outside launcher must see this process fail and stop the rest
         raise
@@ -165,12 +180,16 @@ def _store(cfg: RunConfig, out: Path, status: str, error: str | None, outcome: O
     metrics = {**EMPTY_METRICS, **(outcome.metrics if outcome else {}), "wall_s": wall_s}
     record = make_record(cfg.run_id, status if error is None else "failed", error, cfg.to_dict(), env,
                          metrics, outcome.history if outcome else [], outcome.data if outcome else None)
-    path = write_record(out, record)
-    if save_weights and outcome is not None and outcome.weights is not None:
-        import torch
+    try:
+        path = write_record(out, record)
+        if save_weights and outcome is not None and outcome.weights is not None:
+            import torch
 
-        (out / "weights").mkdir(parents=True, exist_ok=True)
-        torch.save(outcome.weights, out / "weights" / f"{cfg.run_id}.pt")
+            (out / "weights").mkdir(parents=True, exist_ok=True)
+            torch.save(outcome.weights, out / "weights" / f"{cfg.run_id}.pt")
+    except OSError as exc:
+        raise RecordNotWritten(f"{cfg.run_id}: {record['status']}, but its record could not be written to {out} "
+                               f"({exc.strerror or exc})") from None
     return RunResult(record, path)
 
 

@@ -7,19 +7,29 @@ from __future__ import annotations
 
 import ctypes
 import json
+import os
 import signal
 import sys
 import traceback
 from pathlib import Path
 
+LAUNCHER_ENV = "COMMBENCH_LAUNCHER_PID"  # set by the local launcher: the process this worker must die with
+
 
 def die_with_parent() -> None:
-    """Linux: be killed when the launcher dies, so a crashed or killed launcher leaves no worker behind."""
+    """Linux: be killed when the launcher dies, so a crashed or killed launcher leaves no worker behind.
+
+    PR_SET_PDEATHSIG only covers a parent that dies *after* it is set; a launcher killed between starting this
+    process and this call has already gone, and this process has been handed to init (or a subreaper). So
+    after setting it, check the parent is still the launcher, and leave at once if not."""
     try:
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except OSError:
         pass
+    launcher = os.environ.get(LAUNCHER_ENV)
+    if launcher and os.getppid() != int(launcher):
+        os._exit(1)
 
 
 def main(run_dir: str) -> int:

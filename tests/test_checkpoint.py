@@ -16,7 +16,6 @@ import torch
 
 from bench.checkpoint import Checkpoints, stop_signals
 from bench.config import resolve
-from bench.runner import execute
 from bench.train import train
 from methods.comm import SimCommunicator
 

@@ -6,8 +6,6 @@ import torch
 
 from bench.config import resolve
 from bench.optim import LrInsideMomentum, make_optimizer
-from methods import Worker
-from methods.comm import SimCommunicator
 from methods.ps import ServerShard, Piece
 
 # m = 0.9, g = 1 every step, lr 0.1, 0.1, then 0.01; w starts at 0.

@@ -147,7 +147,7 @@ def test_a_parameter_server_run_is_priced_by_its_busiest_links(tmp_path):
 
     root = tmp_path / "results"
     write_record(root, "one", task="alexnet-imagenet", method="ssdsgd", workers=1, steps=4, bytes_sent=0)
-    record = write_record(root, "ps", task="alexnet-imagenet", method="ssdsgd", workers=2, steps=4,
+    write_record(root, "ps", task="alexnet-imagenet", method="ssdsgd", workers=2, steps=4,
                           bytes_sent=int(1e9), images_per_s=4.0)
     for run_id, changes in (("one", {"global_batch": 8, "net": None}), ("ps", {"global_batch": 16, "net": "1gbit"})):
         path = root / "runs" / f"{run_id}.json"

@@ -116,7 +116,7 @@ def test_a_sweep_goes_out_as_one_array_and_a_second_submission_sends_nothing(tmp
 
     again = commbench("sweep", str(grid), "--launcher", "slurm", "--out", str(out))
     assert again.returncode == 0, again.stderr
-    assert "2 already done" in again.stderr and "0 to submit" in again.stderr
+    assert "2 already finished" in again.stderr and "0 to submit" in again.stderr
     assert submitted(again) == {}
     status = commbench("status", "--out", str(out))
     assert status.stdout.count("done") == 2 and all(j in status.stdout for j in jobs.values())

@@ -65,7 +65,7 @@ def test_sweep_runs_then_skips_done_runs(tmp_path):
     assert len(paths) == 2 and all(json.loads(p.read_text())["status"] == "done" for p in paths)
     stamps = [p.stat().st_mtime_ns for p in paths]
     second = commbench("sweep", str(grid), "--out", str(out), "--quiet")
-    assert "2 already done, 0 to run" in second.stderr
+    assert "2 already finished, 0 to run" in second.stderr
     assert [p.stat().st_mtime_ns for p in paths] == stamps
 
     status = commbench("status", "--out", str(out))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -21,10 +22,32 @@ from typing import Callable
 
 from ..config import RunConfig
 from ..train import Outcome, server_count
+from ..worker import LAUNCHER_ENV
+from . import owner
+
+
+RUN_DIR_PREFIX = "commbench-"  # the launcher's temporary folder of a run: its config, progress and result
+OWNER_FILE = "launcher.json"  # who made the folder (pid and start time): a folder whose owner died is stale
 
 
 class WorkerFailed(RuntimeError):
     pass
+
+
+def remove_stale_run_dirs(tmp: Path | None = None) -> list[Path]:
+    """Remove the temporary run folders whose launcher died without removing them (SIGKILL). A folder without
+    an owner file, or whose owner lives, is left alone. Returns the folders removed."""
+    removed = []
+    for folder in sorted(Path(tmp or tempfile.gettempdir()).glob(f"{RUN_DIR_PREFIX}*")):
+        try:
+            who = json.loads((folder / OWNER_FILE).read_text())
+            pid, started = int(who["pid"]), who.get("pid_started")
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if not owner.alive(pid, started):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
 
 
 def free_port() -> int:
@@ -56,10 +79,12 @@ def launch_local(cfg: RunConfig, log_dir: Path, report: Callable[[int, int, floa
     With ``cfg.net`` (a link rate) every process runs in its own network namespace of an emulated network
     (:mod:`.netns`), built before they start and torn down after they end, and the outcome's metrics get
     ``wire_bytes_measured`` (what it counts: :meth:`.netns.Network.wire_bytes`)."""
+    remove_stale_run_dirs()
     log_dir.mkdir(parents=True, exist_ok=True)
     total = cfg.workers + server_count(cfg)
     with contextlib.ExitStack() as stack:
-        run = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="commbench-")))
+        run = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=RUN_DIR_PREFIX)))
+        (run / OWNER_FILE).write_text(json.dumps(owner.me()))
         net = None
         if cfg.net:
             from .netns import emulated_network
@@ -72,7 +97,7 @@ def launch_local(cfg: RunConfig, log_dir: Path, report: Callable[[int, int, floa
         # what a sim run of the same configuration uses (servers do elementwise sums and need little).
         base_env = {**os.environ, "MASTER_ADDR": net.address(0) if net else "127.0.0.1",
                     "MASTER_PORT": str(free_port()), "WORLD_SIZE": str(total), "LOCAL_WORLD_SIZE": str(cfg.workers),
-                    "COMMBENCH_WORKER": "1"}
+                    "COMMBENCH_WORKER": "1", LAUNCHER_ENV: str(os.getpid())}
         if net:
             # Every byte between processes must cross the emulated links: gloo and NCCL bind the namespace's
             # link (not whatever the host name resolves to), and NCCL may not take its shared-memory or
@@ -108,7 +133,7 @@ def launch_local(cfg: RunConfig, log_dir: Path, report: Callable[[int, int, floa
         if save_weights and (run / "weights.pt").exists():
             import torch
 
-            weights = torch.load(run / "weights.pt")
+            weights = torch.load(run / "weights.pt", weights_only=True)
     outcome = Outcome(result["status"], result["metrics"], result["history"], result["data"], weights,
                       result.get("stopped_by"), result.get("resumed_at", []))
     return outcome, {"world_size": result["world_size"], "dist_backend": result["dist_backend"]}

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from ..config import ConfigError, net_rate_bits
+from .owner import Terminated, alive, start_time, unwind_on_sigterm  # noqa: F401 (Terminated: for callers)
 
 STATE_DIR = Path("/run/commbench-netns")
 PREFIX = "cb"
@@ -48,14 +49,6 @@ IFACE = "eth0"  # a rank's end of its link, inside its namespace
 MAX_RANKS = 254  # one /24: 10.213.X.1 .. 10.213.X.254
 LATENCY = "100ms"  # tbf queue: how long a packet may wait before being dropped (its queue length at RATE)
 CMD_TIMEOUT_S = 20
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM while an emulated network exists: unwinds like Ctrl-C, so the network is torn down and the run
-    gets its failed record."""
-
-    exit_code = 128 + signal.SIGTERM
-    reason = "terminated (SIGTERM)"
 
 
 def require_netns() -> None:
@@ -83,20 +76,6 @@ def _run(args: list[str], stdin: str | None = None, check: bool = True) -> subpr
         what = " ".join(args) + (f" <<{stdin.splitlines()[0]!r}..." if stdin else "")
         raise RuntimeError(f"emulated network: {what} failed: {(proc.stderr or proc.stdout).strip()}")
     return proc
-
-
-def _start_time(pid: int) -> str | None:
-    """The kernel's start time of ``pid`` (field 22 of /proc/PID/stat), to tell a live owner from a reused pid."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat.rsplit(")", 1)[1].split()[19]
-
-
-def _alive(pid: int, started: str | None) -> bool:
-    now = _start_time(pid)
-    return now is not None and (started is None or now == started)
 
 
 @dataclass
@@ -161,7 +140,7 @@ class Network:
 
 
 def _state(net: Network) -> dict:
-    return {"id": net.id, "name": net.name, "pid": os.getpid(), "pid_started": _start_time(os.getpid()),
+    return {"id": net.id, "name": net.name, "pid": os.getpid(), "pid_started": start_time(os.getpid()),
             "rate": net.rate, "ranks": net.ranks, "created_at": time.time(), "namespaces": net.all_namespaces}
 
 
@@ -244,28 +223,12 @@ def cleanup_stale() -> list[str]:
             pid, started, namespaces = int(state["pid"]), state.get("pid_started"), list(state["namespaces"])
         except (OSError, ValueError, KeyError, TypeError):
             continue  # not ours to judge
-        if _alive(pid, started):
+        if alive(pid, started):
             continue
         if not _delete(namespaces):
             path.unlink(missing_ok=True)
             removed.append(path.stem)
     return removed
-
-
-@contextlib.contextmanager
-def _unwind_on_sigterm() -> Iterator[None]:
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def on_term(_signum, _frame):
-        raise Terminated()
-
-    previous = signal.signal(signal.SIGTERM, on_term)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 @contextlib.contextmanager
@@ -293,7 +256,7 @@ def emulated_network(ranks: int, rate: str) -> Iterator[Network]:
         raise ConfigError(f"net: an emulated network holds 1..{MAX_RANKS} processes, not {ranks}")
     cleanup_stale()
     net = None
-    with _unwind_on_sigterm():
+    with unwind_on_sigterm():
         try:
             net = _claim(ranks, rate)
             _build(net)

@@ -15,7 +15,7 @@ from typing import Any, Mapping
 
 import yaml
 
-from ..config import ConfigError, RunConfig
+from ..config import ConfigError, RunConfig, load_yaml
 from ..provenance import SOURCE_ROOT
 
 PROFILES_DIR = SOURCE_ROOT / "slurm" / "profiles"
@@ -50,10 +50,20 @@ def known_profiles() -> list[str]:
     return sorted(p.stem for p in PROFILES_DIR.glob("*.yaml"))
 
 
+def _one_line(source: str, key: str, value: Any) -> None:
+    """Profile values become lines of a batch script: a newline or other control character would add lines."""
+    texts = [value] if isinstance(value, str) else list(value) if isinstance(value, list) else \
+        [*map(str, value.keys()), *map(str, value.values())] if isinstance(value, dict) else []
+    for text in texts:
+        if isinstance(text, str) and any(ord(ch) < 32 or ord(ch) == 127 for ch in text):
+            raise ConfigError(f"{source}: {key}: {text!r} has a newline or control character (one line each)")
+
+
 def _check(source: str, values: Mapping[str, Any]) -> dict:
     fields = {f.name for f in dataclasses.fields(Profile)} - {"name"}
     out = {}
     for key, v in values.items():
+        _one_line(source, key, v)
         if key not in fields:
             raise ConfigError(f"{source}: unknown profile key {key!r} (known: {', '.join(sorted(fields))})")
         if key in _INTS:
@@ -93,7 +103,7 @@ def load_profile(name_or_path: str | None, overrides: Mapping[str, Any] | None =
         raise ConfigError(f"slurm profile {name_or_path!r}: no such file {path} "
                           f"(known: {', '.join(known_profiles())})")
     try:
-        doc = yaml.safe_load(path.read_text()) or {}
+        doc = load_yaml(path.read_text(), str(path)) or {}
     except yaml.YAMLError:
         raise ConfigError(f"{path}: not valid YAML") from None
     if not isinstance(doc, dict):

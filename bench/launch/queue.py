@@ -12,10 +12,12 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..records import EMPTY_METRICS, atomic_write, make_record, read_record, write_record
+from ..records import (EMPTY_METRICS, SAFE_NAME, atomic_write, check_name, make_record, read_or_set_aside,
+                       write_record)
 
 ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL",
          "DEADLINE", "REVOKED", "SPECIAL_EXIT"}
@@ -27,15 +29,37 @@ def jobs_dir(out: Path) -> Path:
 
 
 def note_submission(out: Path, note: dict) -> None:
-    atomic_write(jobs_dir(out) / f"{note['run_id']}.json", json.dumps(note, indent=1) + "\n")
+    atomic_write(jobs_dir(out) / f"{check_name('run_id', note['run_id'])}.json", json.dumps(note, indent=1) + "\n")
+
+
+_JOB_ID = re.compile(r"^[0-9]+(_[0-9]+)?$")
+
+
+def _note_problem(path: Path, note) -> str | None:
+    """Why a job note cannot be trusted: its run id becomes a file path and its job id a Slurm argument."""
+    if not isinstance(note, dict):
+        return "not a JSON object"
+    if not isinstance(note.get("run_id"), str) or not SAFE_NAME.match(note["run_id"]) or note["run_id"] != path.stem:
+        return f"run_id {note.get('run_id')!r} is not the file's safe name"
+    if not isinstance(note.get("job_id"), str) or not _JOB_ID.match(note["job_id"]):
+        return f"job_id {note.get('job_id')!r} is not a Slurm job id"
+    if not isinstance(note.get("config"), dict):
+        return "config is missing"
+    return None
 
 
 def submissions(out: Path) -> dict[str, dict]:
+    """The job notes of ``out``; a note that is unreadable or not one is named in one line and skipped."""
     notes = {}
     for path in sorted(jobs_dir(out).glob("*.json")):
         try:
             note = json.loads(path.read_text())
-        except (OSError, ValueError):
+        except (OSError, ValueError) as exc:
+            print(f"commbench: skip {path}: unreadable job note ({type(exc).__name__})", file=sys.stderr)
+            continue
+        why = _note_problem(path, note)
+        if why is not None:
+            print(f"commbench: skip {path}: {why}", file=sys.stderr)
             continue
         notes[note["run_id"]] = note
     return notes
@@ -153,7 +177,7 @@ def reconcile(out: Path, notes: dict[str, dict], states: dict[str, JobState] | N
     for every job that ended without one."""
     current = {}
     for run_id, note in notes.items():
-        record = read_record(out, run_id)
+        record = read_or_set_aside(out, run_id)
         if record_is_current(record, note):
             current[run_id] = record["status"]
             continue
@@ -161,7 +185,7 @@ def reconcile(out: Path, notes: dict[str, dict], states: dict[str, JobState] | N
         if job is None:
             current[run_id] = "unknown" if states is None else "submitted"
         elif job.ended:
-            record = read_record(out, run_id)  # the job may have written it since
+            record = read_or_set_aside(out, run_id)  # the job may have written it since
             if not record_is_current(record, note):
                 record = record_failure(out, note, failure_reason(note, job))
             current[run_id] = record["status"]

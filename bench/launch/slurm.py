@@ -22,7 +22,7 @@ from pathlib import Path
 from ..config import RunConfig
 from ..progress import Progress
 from ..provenance import now, slurm_job_id
-from ..records import read_record
+from ..records import FINISHED, read_or_set_aside
 from .profile import Profile, Shape, executor_parameters, run_shape
 from .queue import (note_submission, queue_states, reconcile, record_is_current, submissions)
 from .snapshot import CodeSnapshot, snapshot_code
@@ -102,15 +102,15 @@ def submit(runs: list[RunConfig], out: Path, profile: Profile, sweep_name: str) 
     states = queue_states([notes[c.run_id]["job_id"] for c in runs if c.run_id in notes]) or {}
     todo, queued, done = [], [], 0
     for cfg in runs:
-        record, note = read_record(out, cfg.run_id), notes.get(cfg.run_id)
-        if record is not None and record.get("status") == "done":
+        record, note = read_or_set_aside(out, cfg.run_id), notes.get(cfg.run_id)
+        if record is not None and record.get("status") in FINISHED:
             done += 1
         elif note and note["job_id"] in states and not states[note["job_id"]].ended \
                 and not record_is_current(record, note):
             queued.append((cfg, note["job_id"]))
         else:
             todo.append(cfg)
-    print(f"sweep: {len(runs)} runs, {done} already done, {len(queued)} already queued, {len(todo)} to submit",
+    print(f"sweep: {len(runs)} runs, {done} already finished, {len(queued)} already queued, {len(todo)} to submit",
           file=sys.stderr)
     for cfg, job_id in queued:
         print(f"queued: {cfg.run_id} is job {job_id}", file=sys.stderr)
@@ -167,7 +167,7 @@ def wait(out: Path, run_ids: list[str], poll_s: float = 2.0, show_progress: bool
         while True:
             notes = {r: n for r, n in submissions(out).items() if r in run_ids}
             current = reconcile(out, notes, queue_states([n["job_id"] for n in notes.values()]))
-            current.update({r: (read_record(out, r) or {}).get("status", "unknown") for r in run_ids
+            current.update({r: (read_or_set_aside(out, r) or {}).get("status", "unknown") for r in run_ids
                             if r not in notes})
             finished = [r for r in run_ids if current.get(r) in ("done", "diverged", "failed")]
             counts = defaultdict(int)
@@ -184,6 +184,6 @@ def wait(out: Path, run_ids: list[str], poll_s: float = 2.0, show_progress: bool
     bar.close()
     failed = [r for r in run_ids if current.get(r) == "failed"]
     for r in run_ids:
-        record = read_record(out, r) or {}
+        record = read_or_set_aside(out, r) or {}
         print(f"{current.get(r):8s} {r}" + (f"  error: {record['error']}" if record.get("error") else ""))
     return 1 if failed else 0

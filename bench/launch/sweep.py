@@ -1,4 +1,4 @@
-"""Run a grid's configurations one after another on this machine, skipping those already done."""
+"""Run a grid's configurations one after another on this machine, skipping those already finished."""
 from __future__ import annotations
 
 import sys
@@ -6,20 +6,26 @@ from pathlib import Path
 
 from ..config import RunConfig
 from ..progress import Progress
-from ..records import read_record
+from ..records import FINISHED, read_or_set_aside
 
 
 def run_local_sweep(runs: list[RunConfig], out: Path, show_progress: bool = True) -> int:
-    """Exit code: 0 when every run is done or diverged, 1 when any failed."""
+    """Exit code: 0 when every run is done or diverged, 1 when any failed. A finished run (done or diverged)
+    is not run again; an unreadable record is moved aside (said in one line) and its run runs again."""
     from ..cli import summary
-    from ..runner import execute
+    from ..runner import RecordNotWritten, execute
 
-    todo = [c for c in runs if (read_record(out, c.run_id) or {}).get("status") != "done"]
-    print(f"sweep: {len(runs)} runs, {len(runs) - len(todo)} already done, {len(todo)} to run", file=sys.stderr)
+    todo = [c for c in runs if (read_or_set_aside(out, c.run_id) or {}).get("status") not in FINISHED]
+    print(f"sweep: {len(runs)} runs, {len(runs) - len(todo)} already finished, {len(todo)} to run", file=sys.stderr)
     bar = Progress("sweep", len(todo), unit="run", every_s=0.0, enabled=show_progress)
     failed = 0
     for i, cfg in enumerate(todo):
-        result = execute(cfg, out, show_progress=show_progress)
+        try:
+            result = execute(cfg, out, show_progress=show_progress)
+        except RecordNotWritten as exc:  # the disk is full or gone: the next runs would fail the same way
+            bar.close()
+            print(f"commbench: {exc}; sweep stopped", file=sys.stderr)
+            return 1
         failed += result.record["status"] == "failed"
         print(summary(cfg, result.record), flush=True)
         bar.update(i + 1)

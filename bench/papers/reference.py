@@ -10,9 +10,8 @@ import csv
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
 
-from ..config import ConfigError
+from ..config import ConfigError, load_yaml
 from ..provenance import SOURCE_ROOT
 
 PAPER_DIR = SOURCE_ROOT / "results" / "paper"
@@ -118,7 +117,7 @@ def load_analogues(folder: Path = PAPER_DIR) -> list[Analogue]:
     path = Path(folder) / "analogues.yaml"
     if not path.is_file():
         return []
-    doc = yaml.safe_load(path.read_text()) or []
+    doc = load_yaml(path.read_text(), str(path)) or []
     out = []
     for i, entry in enumerate(doc):
         if not isinstance(entry, dict) or not {"paper", "task", "use"} <= set(entry):
