@@ -76,6 +76,9 @@ def build_parser() -> Parser:
                        help="rebuild a paper's tables: its values beside the reproduced ones")
     table.add_argument("--format", choices=["md", "csv", "latex"], default="md")
     table.add_argument("--out")
+    table.add_argument("--target", type=float, metavar="TOP1",
+                       help="time to accuracy: seconds until a run first reaches this top-1 (a fraction, e.g. 0.85); "
+                            "default: the setting's baseline's final top-1 minus 0.005")
 
     plot = sub.add_parser("plot", help="figures from the stored records (PNG and PDF)")
     plot.add_argument("--results", default="results")
@@ -291,7 +294,7 @@ def cmd_table(args) -> int:
 
         if args.format == "latex":
             raise ConfigError("--format latex: only for --paper tables (use md or csv)")
-        text = render(comparison(records_frame(Path(args.results))), args.format)
+        text = render(comparison(records_frame(Path(args.results)), args.target), args.format)
     if args.out:
         from .records import atomic_write
 

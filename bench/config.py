@@ -162,6 +162,7 @@ KEYS: dict[str, Callable[[str, Any], Any]] = {
     "device": _choice("auto", "cpu", "cuda"), "threads": _opt_int(1), "fail_at_step": _opt_int(0),
     "deterministic": _bool, "checkpoint.every": _int(0), "step_sleep_s": _float(0, 60),
     "net": _net,
+    "exchange": _choice("overlapped", "after-backward"), "bucket_mb": _float(0.001, 100_000),
 }
 
 # Defaults that hold for every task unless its recipe says otherwise (each with its reason).
@@ -189,6 +190,9 @@ GENERIC: dict[str, Cited] = {
     "checkpoint.every": Cited(0, "harness default: checkpoint only when a stop signal (SIGUSR1/2) asks"),
     "step_sleep_s": Cited(0.0, "harness default: off (testing aid: a slow step, to meet a time limit)"),
     "net": Cited(None, "harness default: the host's own network, not emulated"),
+    "exchange": Cited("overlapped", "harness default: as DistributedDataParallel, gradients travel in buckets "
+                                    "whose exchange starts while backward runs"),
+    "bucket_mb": Cited(25.0, "torch DistributedDataParallel default bucket_cap_mb=25 (first bucket 1 MiB)"),
 }
 
 # Settings that change how a run executes but not what it computes: left out of the run id.
@@ -199,7 +203,8 @@ ADDED_EMPTY = ("model_options", "net")
 # Fields out of the id while they hold the value every record had before they existed (a nested one by its dotted
 # name): a method's version is 1 unless its computation has changed since (methods.base.Method.version), and
 # momentum keeps lr outside unless a recipe says Caffe's or MXNet's form.
-IMPLICIT = {"method_version": 1, "optimizer.momentum_form": "lr_outside"}
+IMPLICIT = {"method_version": 1, "optimizer.momentum_form": "lr_outside", "exchange": "after-backward",
+            "bucket_mb": 25.0}
 
 
 @dataclass(frozen=True)
@@ -243,6 +248,10 @@ class RunConfig:
     # The method's computation version (methods.base.Method.version): in the run id from version 2 on, so a
     # changed method is re-run rather than taken as done from an old record.
     method_version: int = 1
+    # How gradients travel: "overlapped" (per bucket of bucket_mb, started while backward runs, as DDP) or
+    # "after-backward" (the whole gradient after backward: every record made before the switch existed).
+    exchange: str = "after-backward"
+    bucket_mb: float = 25.0
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -372,6 +381,11 @@ def resolve(settings: Mapping[str, Any]) -> RunConfig:
         raise ConfigError(f"recipe: {task.name}/{recipe_name} sets no optimizer or base LR")
 
     method_params, method_sources = _method_params(task, recipe_name, method, settings)
+    exchange = values["exchange"]
+    if exchange == "overlapped" and not METHODS[method].can_bucket(METHODS[method].Params(**method_params)):
+        exchange = "after-backward"  # what the run will do, whatever was asked
+        layered["exchange"] = ("after-backward", f"{layered['exchange'][1]}; after backward here: "
+                                                 f"{METHODS[method].why_not_bucketed(METHODS[method].Params(**method_params))}")
 
     sources = {k: src for k, (_v, src) in layered.items()}
     sources.update(method_sources)
@@ -393,7 +407,7 @@ def resolve(settings: Mapping[str, Any]) -> RunConfig:
         data_root=values.get("data_root"), sources=sources, overrides=overrides,
         checkpoint_every=values["checkpoint.every"], step_sleep_s=values["step_sleep_s"], net=values.get("net"),
         model_options={k.split(".", 1)[1]: values[k] for k in ("model.dropout",) if values.get(k) is not None},
-        method_version=METHODS[method].version,
+        method_version=METHODS[method].version, exchange=exchange, bucket_mb=values["bucket_mb"],
     )
 
 

@@ -8,7 +8,9 @@ import pandas as pd
 from .records import iter_records
 
 COLUMNS = ["task", "dataset", "method", "params", "workers", "backend", "tier", "steps", "n", "status", "top1",
-           "bytes/worker/step", "recv/worker/step", "fp32/sent", "images/s"]
+           "bytes/worker/step", "recv/worker/step", "fp32/sent", "images/s", "comm exposed", "time to target (s)"]
+# time to accuracy: by default the first point at which a run reaches its setting's baseline's final top-1 minus this
+TARGET_BELOW_BASELINE = 0.005
 
 
 def records_frame(root: Path) -> pd.DataFrame:
@@ -29,8 +31,24 @@ def records_frame(root: Path) -> pd.DataFrame:
                                          if m.get("bytes_received") is not None and workers and steps else None),
             "compression": (m["bytes_fp32_equiv"] / sent) if sent else None,
             "substitute": (r.get("data") or {}).get("substitute_for"),
+            "exposed": _exposed_share(m),
+            "curve": [(h["train_s"], h["top1"]) for h in r.get("history", [])
+                      if isinstance(h.get("train_s"), (int, float)) and isinstance(h.get("top1"), (int, float))],
         })
     return pd.DataFrame(rows)
+
+
+def _exposed_share(metrics: dict) -> float | None:
+    """The share of training time spent waiting for communication that computation did not hide."""
+    breakdown, train_s = metrics.get("time_breakdown"), metrics.get("train_s")
+    if not isinstance(breakdown, dict) or not train_s or not isinstance(breakdown.get("wait_s"), (int, float)):
+        return None
+    return breakdown["wait_s"] / train_s
+
+
+def time_to(curve: list[tuple[float, float]], target: float) -> float | None:
+    """Training seconds at the first evaluation whose top-1 reaches ``target``, or None if none does."""
+    return next((t for t, top1 in curve if top1 >= target), None)
 
 
 def chosen_params(cfg: dict) -> str:
@@ -50,11 +68,15 @@ def _mean_std(series: pd.Series, fmt: str) -> str:
     return f"{format(values.mean(), fmt)} ± {format(values.std(), fmt)}"
 
 
-def comparison(frame: pd.DataFrame) -> pd.DataFrame:
-    """Runs that differ only by seed share a row: mean ± std and n."""
+def comparison(frame: pd.DataFrame, target: float | None = None) -> pd.DataFrame:
+    """Runs that differ only by seed share a row: mean ± std and n. Time to accuracy: training seconds until a
+    run first reaches ``target`` top-1, or by default its setting's baseline's final top-1 minus 0.5 points."""
     if frame.empty:
         return pd.DataFrame(columns=COLUMNS)
     keys = ["task", "dataset", "method", "params", "workers", "backend", "tier", "steps"]
+    setting = ["task", "dataset", "workers", "backend", "tier", "steps"]
+    done_frame = frame[frame["status"] == "done"]
+    baseline_top1 = done_frame[done_frame["method"] == "baseline"].groupby(setting, dropna=False)["top1"].mean()
     rows = []
     for key, group in frame.groupby(keys, dropna=False, sort=True):
         row = dict(zip(keys, key))
@@ -70,6 +92,17 @@ def comparison(frame: pd.DataFrame) -> pd.DataFrame:
         ratio = done["compression"].dropna()
         row["fp32/sent"] = f"{ratio.mean():.2f}x" if not ratio.empty else "—"
         row["images/s"] = _mean_std(done["images_per_s"], ".0f")
+        exposed = done["exposed"].dropna()
+        row["comm exposed"] = f"{100 * exposed.mean():.0f}%" if not exposed.empty else "—"
+        goal = target
+        if goal is None:
+            base = baseline_top1.get(tuple(row[k] for k in setting))
+            goal = base - TARGET_BELOW_BASELINE if base is not None and pd.notna(base) else None
+        times = [time_to(c, goal) for c in done["curve"]] if goal is not None else []
+        reached = [t for t in times if t is not None]
+        row["time to target (s)"] = ("—" if goal is None else f"not reached (top-1 {goal:.4f})" if not reached
+                                     else f"{sum(reached) / len(reached):.1f}" + (f" ({len(reached)} of {len(times)})"
+                                                                                 if len(reached) < len(times) else ""))
         if group["substitute"].notna().any():
             row["dataset"] = f"{row['dataset']} (for {group['substitute'].dropna().iloc[0]})"
         rows.append(row)

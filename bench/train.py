@@ -21,6 +21,7 @@ import torch
 import torch.nn.functional as F
 
 from methods import METHODS, Worker
+from methods.buckets import MIB, BucketTracker, bucket_layout
 from methods.comm import Communicator
 from tasks import TASKS
 
@@ -58,6 +59,8 @@ class Loop:
     loss_sum: float = 0.0  # since the last log point, this process's workers
     loss_count: int = 0
     resumed_at: list[int] = field(default_factory=list)
+    times: dict = field(default_factory=dict)         # seconds in forward+backward, summed over steps
+    method_times: dict = field(default_factory=dict)  # the method's phases (encode, wait, ...) at the checkpoint
 
 
 def derive_seed(*parts: int) -> int:
@@ -153,6 +156,62 @@ def final_totals(cfg: RunConfig, comm: Communicator) -> torch.Tensor:
          *(ledger.total_extra(e) for e in METHODS[cfg.method].extra_metrics)], dtype=torch.float64))
 
 
+class Exchange:
+    """How one step's gradients travel: per bucket while backward runs (``exchange=overlapped``, DDP's way:
+    a gradient hook on every parameter starts its bucket's exchange as soon as the bucket is complete), or the
+    whole gradient after backward (``after-backward``, or a method that needs the whole gradient first).
+
+    Under ``sim`` the local workers' backward passes run one after another, so the buckets are exchanged after
+    the last of them, in the same order as ``dist`` exchanges them: the same values and the same bytes."""
+
+    def __init__(self, cfg: RunConfig, method, workers: list[Worker]):
+        self.method, self.pending, self.step = method, [], 0
+        self.bucketed = cfg.exchange == "overlapped" and method.can_bucket(method.params)
+        self.layout = bucket_layout(workers[0].params, cfg.bucket_mb * MIB) if self.bucketed else []
+        self.tracker = None
+        if self.bucketed and len(workers) == 1:  # one worker in this process: exchange during its backward
+            worker = workers[0]
+            self.tracker = BucketTracker(self.layout, self._launch)
+            for name, p in worker.params.items():
+                p.register_post_accumulate_grad_hook(lambda _p, name=name: self.tracker.ready(name))
+            self.worker = worker
+
+    def _launch(self, index: int) -> None:
+        names = self.layout[index]
+        grads = {n: self.worker.params[n].grad for n in names}
+        self.pending.append(self.method.begin_bucket(names, [grads], self.step))
+
+    def start(self, step: int) -> None:
+        self.step, self.pending = step, []
+        if self.tracker is not None:
+            self.tracker.reset()
+
+    def finish(self, grads, lr: float, step: int) -> None:
+        if not self.bucketed:
+            self.method.step(grads, lr, step)
+            return
+        if self.tracker is not None:
+            self.tracker.flush()  # buckets whose parameters got no gradient this step
+        else:
+            self.pending = [self.method.begin_bucket(names, grads, step) for names in self.layout]
+        self.method.finish_step(self.pending, grads, lr, step)
+        self.pending = []
+
+
+PHASES = ("encode", "wait", "decode", "update")
+
+
+def time_breakdown(loop_times: dict, method_times: dict, train_s: float) -> dict:
+    """Where the training time went, in seconds summed over steps (of the process holding worker 0, all its
+    local workers together): forward+backward (without the exchange's work inside backward's hooks), encode,
+    communication not hidden behind computation (waiting), decode, optimizer update, and the rest (data,
+    other exchange work, the harness). Cheap clocks only: nothing is synchronised to measure it."""
+    compute = max(0.0, loop_times.get("compute", 0.0))
+    out = {"forward_backward_s": compute, **{f"{p}_s": method_times.get(p, 0.0) for p in PHASES}}
+    out["other_s"] = max(0.0, train_s - sum(out.values()))
+    return out
+
+
 def train(cfg: RunConfig, comm: Communicator, report: Reporter | None = None,
           keep_weights: bool = False, checkpoints: Checkpoints | None = None) -> Outcome | None:
     """Run ``cfg`` for the local workers of ``comm``. Returns the outcome where worker 0 lives, else None.
@@ -213,6 +272,7 @@ def train(cfg: RunConfig, comm: Communicator, report: Reporter | None = None,
         rng_states = restore_rng(saved["rng"])
         loop = Loop(**saved["loop"])
         loop.resumed_at.append(loop.done)
+        method.times.update(loop.method_times)
 
     def snapshot() -> dict:
         return {"workers": [{"model": m.state_dict(), "optimizer": w.optimizer.state_dict()}
@@ -233,25 +293,31 @@ def train(cfg: RunConfig, comm: Communicator, report: Reporter | None = None,
     status, stopped_by = "done", None
     loss_sum = torch.tensor(loop.loss_sum, dtype=torch.float64, device=device)
     last_report = time.monotonic()
+    exchange = Exchange(cfg, method, workers)
     for step in range(loop.done, cfg.steps):
         if cfg.fail_at_step is not None and step == cfg.fail_at_step and cfg.workers - 1 in comm.local_ranks:
             raise RuntimeError(f"fail_at_step={step}: worker {cfg.workers - 1} fails on purpose")
         t0 = time.perf_counter()
+        exchange.start(step)
         grads = []
         for worker, model in zip(workers, models):
             x, y = next(streams[worker.rank])
             x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
             if swap_rng:
                 set_rng(rng_states[worker.rank])
+            t_compute, exchanged = time.perf_counter(), sum(method.times.values())
             model.zero_grad(set_to_none=True)
             loss = F.cross_entropy(model(x), y)
             loss.backward()
+            # forward+backward, less what the exchange did inside backward's hooks (counted in its phases)
+            inside = sum(method.times.values()) - exchanged
+            loop.times["compute"] = loop.times.get("compute", 0.0) + time.perf_counter() - t_compute - inside
             if swap_rng:
                 rng_states[worker.rank] = get_rng()
             grads.append({n: p.grad for n, p in worker.params.items()})
             loss_sum += loss.detach()
             loop.loss_count += 1
-        method.step(grads, lr_at(cfg.lr_schedule, step, cfg.steps), step)
+        exchange.finish(grads, lr_at(cfg.lr_schedule, step, cfg.steps), step)
         if ema:
             ema.update(models[0])
         if cfg.step_sleep_s:
@@ -268,7 +334,7 @@ def train(cfg: RunConfig, comm: Communicator, report: Reporter | None = None,
             loss_sum.zero_()
             loop.loss_count = 0
             point = {"step": done, "train_loss": loop.mean_loss, "top1": None, "bytes_sent": int(totals[2].item()),
-                     "lr": lr_at(cfg.lr_schedule, step, cfg.steps)}
+                     "lr": lr_at(cfg.lr_schedule, step, cfg.steps), "train_s": loop.train_s}
             if not math.isfinite(loop.mean_loss):
                 status = "diverged"
                 loop.history.append(point)
@@ -295,6 +361,7 @@ def train(cfg: RunConfig, comm: Communicator, report: Reporter | None = None,
             save, stopped_by = checkpoints.decide(done, comm)
             if save:
                 loop.loss_sum = loss_sum.item()
+                loop.method_times = dict(method.times)
                 checkpoints.save(done, snapshot(), comm)
             if stopped_by:
                 status = "interrupted"
@@ -317,6 +384,7 @@ def train(cfg: RunConfig, comm: Communicator, report: Reporter | None = None,
         "parameters": grad_elements, "threads_per_worker": torch.get_num_threads(),
         **{e: totals[4 + i].item() for i, e in enumerate(method_cls.extra_metrics)},
     }
+    metrics["time_breakdown"] = time_breakdown(loop.times, method.times, train_s)
     final_model = eval_model if method.has_global_weights else models[0]  # what the last evaluation saw
     weights = {k: v.detach().cpu().clone() for k, v in final_model.state_dict().items()} if keep_weights else None
     provenance = {"dataset": cfg.dataset, "synthetic": cfg.dataset == "synthetic",

@@ -7,6 +7,7 @@ method exchanges what it chooses over its communicator and updates every local w
 from __future__ import annotations
 
 import dataclasses
+import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import ClassVar, Mapping, Sequence
@@ -57,6 +58,7 @@ class Method(ABC):
         self.weight_decay = dict(weight_decay)
         self.names = list(self.workers[0].params)
         self.ema = ema  # averaging decay for methods that evaluate their own global weights (see eval_weights)
+        self.times: dict[str, float] = {}  # seconds per phase of the exchange, summed over steps (see timed)
 
     # -- parameter servers and global weights (methods whose workers' weights are not the global ones) -------
     has_global_weights: bool = False  # True: evaluate eval_weights(), which the method averages itself
@@ -89,6 +91,34 @@ class Method(ABC):
     @abstractmethod
     def step(self, grads: Sequence[Grads], lr: float, step: int) -> None:
         """Exchange one iteration's gradients and update every local worker (lr in the optimizer's units)."""
+
+    # -- the exchange overlapped with backward, per bucket (DDP's way) ---------------------------------------
+    @classmethod
+    def can_bucket(cls, params) -> bool:
+        """Whether this configuration can exchange per bucket while backward runs: its math is per tensor (no
+        global scaler, no parameter server's push/pull of the whole model). Such a method implements
+        :meth:`begin_bucket` and :meth:`finish_step`; the others keep :meth:`step` (after backward)."""
+        return False
+
+    @classmethod
+    def why_not_bucketed(cls, params) -> str:
+        """Why :meth:`can_bucket` is false, for the record's ``config.sources``."""
+        return f"{cls.name} exchanges the whole gradient at once"
+
+    def begin_bucket(self, names: Sequence[str], grads: Sequence[Grads], step: int):
+        """Encode the tensors ``names`` of every local worker's gradient and start their exchange (asynchronous);
+        returns the pending exchange, which :meth:`finish_step` completes. Called in bucket order."""
+        raise NotImplementedError
+
+    def finish_step(self, pending: Sequence, grads: Sequence[Grads], lr: float, step: int) -> None:
+        """Complete every bucket's exchange (in order), decode, and update every local worker."""
+        raise NotImplementedError
+
+    # -- where the time goes -----------------------------------------------------------------------------
+    def timed(self, phase: str):
+        """``with self.timed("wait"):`` adds the block's wall time to ``self.times[phase]`` (encode, wait,
+        decode, update): cheap clocks, no synchronisation."""
+        return _Timed(self.times, phase)
 
     # -- shared pieces --------------------------------------------------------------------------------
     def add_weight_decay(self, worker: Worker, grads: Mapping[str, torch.Tensor]) -> Grads:
@@ -139,6 +169,21 @@ class Method(ABC):
 
     def load_state_dict(self, state: dict) -> None:
         pass
+
+
+class _Timed:
+    __slots__ = ("times", "phase", "start")
+
+    def __init__(self, times: dict, phase: str):
+        self.times, self.phase = times, phase
+
+    def __enter__(self):
+        self.start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc):
+        self.times[self.phase] = self.times.get(self.phase, 0.0) + time.perf_counter() - self.start
+        return False
 
 
 def param_fields(params_cls: type) -> dict[str, dataclasses.Field]:

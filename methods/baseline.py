@@ -56,15 +56,37 @@ class Baseline(Method):
         if self.ps is not None:
             self.ps.load_state_dict(state["servers"])
 
+    @classmethod
+    def can_bucket(cls, params) -> bool:
+        return params.topology == "allreduce"
+
+    @classmethod
+    def why_not_bucketed(cls, params) -> str:
+        return "a parameter server's push and pull take the whole model each step"
+
+    def begin_bucket(self, names, grads, step):
+        with self.timed("encode"):
+            flats = [self.flatten(g, names) for g in grads]
+        return names, self.comm.allreduce_async(flats)
+
+    def finish_step(self, pending, grads, lr, step):
+        n = self.comm.world_size
+        means = [{} for _ in self.workers]
+        for names, handle in pending:
+            with self.timed("wait"):
+                summed = handle.wait()
+            with self.timed("decode"):
+                for mean, total, g in zip(means, summed, grads):
+                    mean.update(self.unflatten(total / n, g, names))
+        with self.timed("update"):
+            for worker, mean in zip(self.workers, means):
+                self.apply_update(worker, self.add_weight_decay(worker, mean), lr)
+
     def step(self, grads, lr, step):
         if self.ps is not None:
             self.ps.push_all(self.workers, grads, lr, answer_pull=True)
             for worker in self.workers:
                 self.ps.pull(worker.rank, worker.params)
             return
-        # One flat buffer per worker: one collective per step, like one DDP bucket.
-        summed = self.comm.allreduce([self.flatten(g) for g in grads])
-        n = self.comm.world_size
-        for worker, total, g in zip(self.workers, summed, grads):
-            mean = self.unflatten(total / n, g)
-            self.apply_update(worker, self.add_weight_decay(worker, mean), lr)
+        # After backward (exchange=after-backward): the whole gradient as one flat buffer, one collective.
+        self.finish_step([self.begin_bucket(self.names, grads, step)], grads, lr, step)

@@ -149,12 +149,14 @@ class SSDSGD(Method):
         for worker, g in zip(self.workers, grads):
             local = self.copy[worker.rank]
             if p.local_rule != "none":  # line 18
-                self.local_update(worker.rank, local, g, lr)
+                with self.timed("update"):
+                    self.local_update(worker.rank, local, g, lr)
             with torch.no_grad():  # lines 21 / 24: broadcast w' to the devices
                 for n, t in worker.params.items():
                     t.copy_(local[n])
             if pull:  # line 22: pull w_t and copy it into w' (the base of the next local update)
-                self.pull_into(worker.rank, local)
+                with self.timed("wait"):
+                    self.pull_into(worker.rank, local)
 
     def pull_into(self, rank: int, into: dict[str, torch.Tensor]) -> None:
         """Line 8 / 22: the global weights into ``into`` (a message from the servers, or the local replica)."""

@@ -111,6 +111,15 @@ class TernGrad(Method):
     extra_metrics = ("zero_trits_largest", "trits_largest")
 
     @classmethod
+    def can_bucket(cls, params) -> bool:
+        return params.layerwise and params.topology == "allgather"
+
+    @classmethod
+    def why_not_bucketed(cls, params) -> str:
+        return ("one scaler for the whole gradient needs all of it first" if not params.layerwise
+                else "the parameter-server topology pushes the whole gradient at once")
+
+    @classmethod
     def computes_as(cls, version: int, workers: int, params: dict) -> bool:
         # version 1 differs only in how N >= 3 workers' shared-scaler trits are added (see mean_of_levels)
         return version == cls.version or (version == 1 and (workers <= 2 or not params.get("scaler_sharing", True)))
@@ -154,6 +163,9 @@ class TernGrad(Method):
         device = next(iter(self.workers[0].params.values())).device
         self.generator = torch.Generator(device=device)
         self.sizes_t = torch.tensor(self.sizes if params.layerwise else [self.n_tern], device=device)
+        self.index = {n: j for j, n in enumerate(self.tern_names)}  # a tensor's own random stream: (seed, step, j)
+        self.largest_name = self.tern_names[max(range(len(self.sizes)), key=self.sizes.__getitem__)] \
+            if self.sizes else None
 
     # -- one worker's side -----------------------------------------------------------------------------
     def clip_and_scale(self, g: dict[str, torch.Tensor]) -> tuple[list[torch.Tensor], torch.Tensor]:
@@ -180,6 +192,7 @@ class TernGrad(Method):
 
     def step(self, grads, lr, step):
         p, n = self.params, self.comm.world_size
+        timer = self.timed("encode").__enter__()
         if p.wd_in_grad:
             grads = [self.add_weight_decay(w, g) for w, g in zip(self.workers, grads)]
         prepared = [self.clip_and_scale(g) for g in grads]
@@ -198,25 +211,91 @@ class TernGrad(Method):
             if self.exchange is None:
                 packed = self.pack(trits)
                 payloads.append(packed if shared is not None else torch.cat([as_bytes(scalers), packed]))
+        timer.__exit__()
         if self.exchange is not None:
-            means, sums = self.push_and_pull(grads, trits_of, shared)
+            with self.timed("wait"):
+                means, sums = self.push_and_pull(grads, trits_of, shared)
         else:
             means = [None] * len(grads)
             if self.n_tern:
-                gathered = self.comm.allgather(payloads, same_size=True)
-                means = self.per_worker(gathered, lambda everyone: self.average(everyone, shared))
+                with self.timed("wait"):
+                    gathered = self.comm.allgather(payloads, same_size=True)
+                with self.timed("decode"):
+                    means = self.per_worker(gathered, lambda everyone: self.average(everyone, shared))
             sums = [None] * len(grads)
             if self.float_names:
-                sums = self.comm.allreduce([self.flatten(g, self.float_names) for g in grads])
-        for worker, g, mean, total in zip(self.workers, grads, means, sums):
-            out = {}
-            if mean is not None:
-                out.update(self.unflatten(mean, g, self.tern_names))
-            if total is not None:
-                out.update(self.unflatten(total / n, g, self.float_names))
-            if not p.wd_in_grad:
-                out = self.add_weight_decay(worker, out)
-            self.apply_update(worker, out, lr)
+                with self.timed("wait"):
+                    sums = self.comm.allreduce([self.flatten(g, self.float_names) for g in grads])
+        with self.timed("update"):
+            for worker, g, mean, total in zip(self.workers, grads, means, sums):
+                out = {}
+                if mean is not None:
+                    out.update(self.unflatten(mean, g, self.tern_names))
+                if total is not None:
+                    out.update(self.unflatten(total / n, g, self.float_names))
+                if not p.wd_in_grad:
+                    out = self.add_weight_decay(worker, out)
+                self.apply_update(worker, out, lr)
+
+    # -- per bucket, overlapped with backward (layer-wise scalers only) ---------------------------------------
+    def begin_bucket(self, names, grads, step):
+        """The bucket's ternarized tensors: clip and scale, share the scalers (a small blocking all-gather), draw
+        each tensor's trits from its own (seed, step, tensor) stream, pack and start the all-gather; its float
+        tensors start an all-reduce. The same trits and the same average as the whole-gradient exchange."""
+        p = self.params
+        tern = [n for n in names if n in self.index]
+        floats = [n for n in names if n not in self.index]
+        with self.timed("encode"):
+            if p.wd_in_grad:
+                grads = [self.add_weight_decay(w, {n: g[n] for n in names}) for w, g in zip(self.workers, grads)]
+            prepared = [[clip_and_scale(g[n].reshape(-1), p.clip, p.scaler) for n in tern] for g in grads]
+            scalers = [torch.stack([s for _, s in pairs]).float() if pairs else torch.zeros(0) for pairs in prepared]
+        shared = None
+        if tern and p.scaler_sharing:
+            with self.timed("wait"):
+                everyone = self.comm.allgather(scalers, same_size=True)
+            shared = torch.stack(everyone[0]).amax(dim=0)
+        with self.timed("encode"):
+            payloads = []
+            for w, pairs, own in zip(self.workers, prepared, scalers):
+                scale = own if shared is None else shared
+                trits = []
+                for n, (clipped, _), s in zip(tern, pairs, scale):
+                    self.generator.manual_seed(mix_seed(w.seed, step, self.index[n]))
+                    trits.append(ternarize(clipped, s, self.generator))
+                    if n == self.largest_name:
+                        self.comm.ledger.add_extra("zero_trits_largest", w.rank, float((trits[-1] == 0).sum()))
+                        self.comm.ledger.add_extra("trits_largest", w.rank, float(trits[-1].numel()))
+                if tern:
+                    packed = self.pack(torch.cat(trits))
+                    payloads.append(packed if shared is not None else torch.cat([as_bytes(own), packed]))
+        gathered = self.comm.allgather_async(payloads, same_size=True) if tern else None
+        summed = self.comm.allreduce_async([self.flatten(g, floats) for g in grads]) if floats else None
+        sizes = torch.tensor([self.sizes[self.index[n]] for n in tern], device=self.sizes_t.device)
+        return tern, floats, shared, sizes, gathered, summed
+
+    def finish_step(self, pending, grads, lr, step):
+        n = self.comm.world_size
+        out = [{} for _ in self.workers]
+        for tern, floats, shared, sizes, gathered, summed in pending:
+            if gathered is not None:
+                with self.timed("wait"):
+                    everyone = gathered.wait()
+                with self.timed("decode"):
+                    means = self.per_worker(everyone, lambda pay: mean_of_trits(pay, shared, sizes, self.unpack))
+                    for o, mean, g in zip(out, means, grads):
+                        o.update(self.unflatten(mean, g, tern))
+            if summed is not None:
+                with self.timed("wait"):
+                    totals = summed.wait()
+                with self.timed("decode"):
+                    for o, total, g in zip(out, totals, grads):
+                        o.update(self.unflatten(total / n, g, floats))
+        with self.timed("update"):
+            for worker, o in zip(self.workers, out):
+                if not self.params.wd_in_grad:
+                    o = self.add_weight_decay(worker, o)
+                self.apply_update(worker, o, lr)
 
     def push_and_pull(self, grads, trits_of, shared):
         """The ps topology: every local worker pushes, the local servers (all of them under sim) sum and answer,

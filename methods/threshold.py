@@ -64,29 +64,76 @@ class Threshold(Method):
         self.device = next(iter(self.workers[0].params.values())).device
         self.residual = {w.rank: torch.zeros(self.numel, dtype=torch.float64, device=self.device)
                          for w in self.workers}
+        # where each tensor's residual lies in the flat residual (parameter order)
+        self.at, offset = {}, 0
+        for name, t in self.workers[0].params.items():
+            self.at[name] = (offset, offset + t.numel())
+            offset += t.numel()
 
-    def encode(self, rank: int, contribution: torch.Tensor) -> torch.Tensor:
-        """Accumulate, select, keep the rest; return the wire payload. ``contribution`` is float32."""
-        acc = self.residual[rank]
+    @classmethod
+    def can_bucket(cls, params) -> bool:
+        return True  # every element is thresholded on its own residual
+
+    def begin_bucket(self, names, grads, step):
+        """The bucket's elements: accumulate, select and keep the rest in the bucket's part of the residual, encode
+        the bucket's payload and start its all-gather (the sizes are exchanged first, as they vary)."""
+        n = self.comm.world_size
+        with self.timed("encode"):
+            numel = sum(self.at[k][1] - self.at[k][0] for k in names)
+            payloads = []
+            for w, g in zip(self.workers, grads):
+                residual = self.residual[w.rank]
+                acc = torch.cat([residual[slice(*self.at[k])] for k in names])
+                payloads.append(self._encode(w.rank, acc, self.flatten(g, names) / n, numel))
+                at = 0
+                for k in names:  # what was not sent waits in the residual
+                    lo, hi = self.at[k]
+                    residual[lo:hi].copy_(acc[at:at + hi - lo])
+                    at += hi - lo
+        with self.timed("wait"):  # the payload sizes are exchanged (blocking) before the payloads go out
+            return names, numel, self.comm.allgather_async(payloads)
+
+    def finish_step(self, pending, grads, lr, step):
+        out = [{} for _ in self.workers]
+        for names, numel, handle in pending:
+            with self.timed("wait"):
+                everyone = handle.wait()
+            with self.timed("decode"):
+                totals = self.per_worker(everyone, lambda payloads: self._aggregate(payloads, numel))
+                for o, total, g in zip(out, totals, grads):
+                    o.update(self.unflatten(total, g, names))
+        with self.timed("update"):
+            for worker, o in zip(self.workers, out):
+                self.apply_update(worker, self.add_weight_decay(worker, o), lr)
+
+    def _encode(self, rank: int, acc: torch.Tensor, contribution: torch.Tensor, numel: int) -> torch.Tensor:
+        """Accumulate into ``acc`` (float64, in place), select, keep the rest; return the wire payload."""
         acc += contribution.double()
         sent, values = select(self.kind, acc, self.params.threshold)
         acc[sent.indices] -= values
         self.comm.ledger.add_extra("paper_bytes", rank, sparse.paper_bytes(self.kind, sent.indices.numel()))
-        return sparse.encode(self.kind, sent, self.numel)
+        return sparse.encode(self.kind, sent, numel)
 
-    def aggregate(self, payloads: list[torch.Tensor]) -> torch.Tensor:
+    def _aggregate(self, payloads: list[torch.Tensor], numel: int) -> torch.Tensor:
         """Sum of every worker's sent values, in rank order (float32, dense)."""
-        total = torch.zeros(self.numel, dtype=torch.float32, device=self.device)
+        total = torch.zeros(numel, dtype=torch.float32, device=self.device)
         for payload in payloads:
-            sparse.add_into(self.kind, payload, self.numel, self.params.threshold, total)
+            sparse.add_into(self.kind, payload, numel, self.params.threshold, total)
         return total
 
     def step(self, grads, lr, step):
+        """After backward: the whole gradient as one payload per worker."""
         n = self.comm.world_size
-        payloads = [self.encode(w.rank, self.flatten(g) / n) for w, g in zip(self.workers, grads)]
-        totals = self.per_worker(self.comm.allgather(payloads), self.aggregate)
-        for worker, g, total in zip(self.workers, grads, totals):
-            self.apply_update(worker, self.add_weight_decay(worker, self.unflatten(total, g)), lr)
+        with self.timed("encode"):
+            payloads = [self._encode(w.rank, self.residual[w.rank], self.flatten(g) / n, self.numel)
+                        for w, g in zip(self.workers, grads)]
+        with self.timed("wait"):
+            everyone = self.comm.allgather(payloads)
+        with self.timed("decode"):
+            totals = self.per_worker(everyone, lambda payloads: self._aggregate(payloads, self.numel))
+        with self.timed("update"):
+            for worker, g, total in zip(self.workers, grads, totals):
+                self.apply_update(worker, self.add_weight_decay(worker, self.unflatten(total, g)), lr)
 
     def state_dict(self):
         return {"residual": {r: t.clone() for r, t in self.residual.items()}}

@@ -81,6 +81,11 @@ class Communicator(ABC):
         """Start an allreduce; ``wait()`` returns what :meth:`allreduce` would."""
         return Done(self.allreduce(tensors))
 
+    def allgather_async(self, tensors: Sequence[torch.Tensor], same_size: bool = False) -> Handle:
+        """Start an allgather; ``wait()`` returns what :meth:`allgather` would (the sizes, when they vary, are
+        exchanged before this returns)."""
+        return Done(self.allgather(tensors, same_size))
+
     @abstractmethod
     def allgather(self, tensors: Sequence[torch.Tensor], same_size: bool = False) -> list[list[torch.Tensor]]:
         """Gather one 1-D payload per worker (any dtype, sizes may differ unless ``same_size``).

@@ -7,7 +7,7 @@ import os
 import torch
 import torch.distributed as dist
 
-from .base import Communicator, Handle
+from .base import Communicator, Done, Handle
 from .ledger import nbytes
 
 
@@ -81,6 +81,9 @@ class DistCommunicator(Communicator):
         return _Pending(work, [t])
 
     def allgather(self, tensors, same_size=False):
+        return self.allgather_async(tensors, same_size).wait()
+
+    def allgather_async(self, tensors, same_size=False):
         t = self._one(tensors).reshape(-1)
         self.ledger.count_call("allgather")
         if same_size:
@@ -93,12 +96,12 @@ class DistCommunicator(Communicator):
         padded = max(sizes)
         self._count_allgather(self.rank, t, padded, sizes_exchanged=not same_size)
         if padded == 0:  # gloo hangs on empty tensors: nobody has anything, so nothing is sent
-            return [[t.new_empty(0) for _ in sizes]]
+            return Done([[t.new_empty(0) for _ in sizes]])
         if t.numel() < padded:
             t = torch.cat([t, t.new_zeros(padded - t.numel())])
         out = [t.new_empty(padded) for _ in sizes]
-        dist.all_gather(out, t, group=self.group)
-        return [[o[:n] for o, n in zip(out, sizes)]]
+        work = dist.all_gather(out, t, group=self.group, async_op=True)
+        return _Pending(work, [[o[:n] for o, n in zip(out, sizes)]])
 
     def broadcast(self, tensors, src):
         t = self._one(tensors)

@@ -1,0 +1,232 @@
+"""PowerSGD (Vogels et al., NeurIPS 2019) as torch's DDP communication hook ``powerSGD_hook`` computes it, over
+the harness's communicator, so that it runs under ``sim`` too and every byte is counted.
+
+Per bucket and per worker, torch's steps (torch.distributed.algorithms.ddp_comm_hooks.powerSGD_hook), with its
+defaults: for the first ``start_iter`` iterations a plain all-reduce of the bucket (then / N). After that:
+add the local error of the previous step (error feedback); split the bucket's tensors into those worth
+compressing as an n x m matrix at rank r ((n + m) r * ``min_compression_rate`` < n m) and the rest, which are
+all-reduced as they are; for each matrix M (grouped by shape, as torch orders them): Q from the previous step
+(warm start; random, from a seed shared by all workers, the first time) orthogonalized, P = M Q, all-reduce
+P, orthogonalize P, Q = M^T P, all-reduce Q, Q / N, M ~ P Q^T; the new local error is the input minus that.
+The orthogonalization is torch's own function. Bytes per worker and bucket: the uncompressed tensors, P and Q
+in float32 (an all-reduce each).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from torch.distributed.algorithms.ddp_comm_hooks.powerSGD_hook import _orthogonalize, _should_compress
+
+from .base import Method
+
+
+@dataclass(frozen=True)
+class PowerSGDParams:
+    rank: int = 1                      # matrix_approximation_rank (torch default)
+    start_iter: int = 1000             # start_powerSGD_iter: plain all-reduce before it (torch default)
+    min_compression_rate: float = 2.0  # compress a tensor only if it shrinks by more than this (torch default)
+    error_feedback: bool = True        # use_error_feedback (torch default)
+    warm_start: bool = True            # reuse P and Q from the previous step (torch default)
+    orthogonalization_epsilon: float = 0.0
+    random_seed: int = 0               # the seed of the first Q, the same on every worker (torch default)
+
+    def __post_init__(self):
+        if self.rank < 1:
+            raise ValueError(f"rank must be >= 1, got {self.rank}")
+        if self.min_compression_rate < 0:
+            raise ValueError(f"min_compression_rate must be >= 0, got {self.min_compression_rate}")
+        if (self.error_feedback or self.warm_start) and self.start_iter <= 1:
+            raise ValueError("start_iter must be > 1 with error_feedback or warm_start (torch's PowerSGDState rule: "
+                             "compression starts after two plain iterations)")
+
+
+@dataclass
+class WorkerState:
+    """One worker's PowerSGDState: iteration, local errors, P and Q memory per bucket, the Q seed stream."""
+
+    rng: np.random.RandomState
+    iter: int = 0
+    error: dict = field(default_factory=dict)
+    p_memory: dict = field(default_factory=dict)
+    q_memory: dict = field(default_factory=dict)
+
+
+@dataclass
+class Pending:
+    """One bucket in flight: its names, and either a plain all-reduce or PowerSGD's per-worker pieces."""
+
+    names: list
+    plain: object = None           # Handle of the plain all-reduce (before start_iter)
+    buffers: list = None           # per worker: the bucket (error added), decompressed into in place
+    copies: list = None            # per worker: the bucket before compression (for the error)
+    views: list = None             # per worker: [(uncompressed views), (matrices, ps, qs)]
+    uncompressed: object = None    # Handle
+    p: object = None               # Handle
+
+
+class PowerSGD(Method):
+    name = "powersgd"
+    summary = "PowerSGD: rank-r approximation of each gradient matrix, error feedback, warm start (torch's hook)"
+    Params = PowerSGDParams
+
+    def __init__(self, comm, workers, params, weight_decay, **kwargs):
+        super().__init__(comm, workers, params, weight_decay, **kwargs)
+        self.state = {w.rank: WorkerState(np.random.RandomState(params.random_seed)) for w in self.workers}
+
+    @classmethod
+    def can_bucket(cls, params) -> bool:
+        return True
+
+    # -- one bucket ------------------------------------------------------------------------------------
+    def begin_bucket(self, names, grads, step):
+        names = list(names)
+        key = tuple(names)
+        with self.timed("encode"):
+            buffers = [self.flatten(g, names).clone() for g in grads]
+            if self.state[self.workers[0].rank].iter < self.params.start_iter:
+                return Pending(names, plain=self.comm.allreduce_async(buffers))
+            pending = Pending(names, buffers=buffers, copies=[], views=[])
+            uncompressed, ps_memory = [], []
+            for worker, buffer, g in zip(self.workers, buffers, grads):
+                s = self.state[worker.rank]
+                if self.params.error_feedback:
+                    if key in s.error:
+                        buffer.add_(s.error[key])
+                    else:
+                        s.error[key] = torch.zeros_like(buffer)
+                    pending.copies.append(buffer.clone())
+                plain, matrices, ps, qs = self._split(s, key, buffer, g, names)
+                uncompressed.append(torch.cat([t.reshape(-1) for t in plain]) if plain
+                                    else torch.empty(0, dtype=buffer.dtype, device=buffer.device))
+                for m, q, p in zip(matrices, qs, ps):
+                    torch.bmm(m, q, out=p)
+                ps_memory.append(s.p_memory[key])
+                pending.views.append((plain, matrices, ps, qs))
+        pending.uncompressed = self.comm.allreduce_async(uncompressed)
+        pending.p = self.comm.allreduce_async(ps_memory)
+        return pending
+
+    def _split(self, s: WorkerState, key, buffer, g, names):
+        """torch's steps I-III for one worker: the tensors' views of ``buffer``, those left uncompressed, the
+        matrices (grouped by shape) with their P and Q views, Q warm-started or drawn and orthogonalized."""
+        tensors, offset = [], 0
+        for n in names:
+            numel = g[n].numel()
+            tensors.append(buffer[offset:offset + numel].view_as(g[n]))
+            offset += numel
+        plain, to_compress, p_size, q_size = [], [], 0, 0
+        for t in tensors:
+            matrix = t.view(t.shape[0], -1) if t.dim() > 0 else t.view(1, 1)
+            n, m = matrix.shape
+            r = min(n, m, self.params.rank)
+            if _should_compress(n, m, r, self.params.min_compression_rate)[0]:
+                to_compress.append(matrix)
+                p_size, q_size = p_size + n * r, q_size + m * r
+            else:
+                plain.append(t)
+        randomize = not self.params.warm_start or key not in s.p_memory
+        if randomize:
+            s.p_memory[key] = torch.empty(p_size, dtype=buffer.dtype, device=buffer.device)
+            s.q_memory[key] = torch.empty(q_size, dtype=buffer.dtype, device=buffer.device)
+        by_shape: dict = {}
+        for matrix in to_compress:
+            by_shape.setdefault(matrix.shape, []).append(matrix)
+        matrices, ps, qs, p_at, q_at = [], [], [], 0, 0
+        for group in by_shape.values():
+            for matrix in group:
+                n, m = matrix.shape
+                r = min(n, m, self.params.rank)
+                matrices.append(matrix.unsqueeze(0))
+                ps.append(s.p_memory[key][p_at:p_at + n * r].view(1, n, r))
+                qs.append(s.q_memory[key][q_at:q_at + m * r].view(1, m, r))
+                p_at, q_at = p_at + n * r, q_at + m * r
+        if not randomize:
+            for q in qs:
+                _orthogonalize(q, self.params.orthogonalization_epsilon)
+        else:
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(s.rng.randint(1_000_000_000))
+                for q in qs:
+                    q.copy_(torch.randn(*q.shape, device="cpu", dtype=buffer.dtype))
+                    _orthogonalize(q, self.params.orthogonalization_epsilon)
+        return plain, matrices, ps, qs
+
+    def _finish_bucket(self, pending: Pending, grads) -> list[dict]:
+        n = self.comm.world_size
+        if pending.plain is not None:
+            with self.timed("wait"):
+                summed = pending.plain.wait()
+            with self.timed("decode"):
+                return [self.unflatten(total / n, g, pending.names) for total, g in zip(summed, grads)]
+        with self.timed("wait"):
+            summed = pending.uncompressed.wait()
+        with self.timed("decode"):
+            for (plain, *_), total in zip(pending.views, summed):
+                total = total.div(n)
+                at = 0
+                for t in plain:
+                    t.copy_(total[at:at + t.numel()].view_as(t))
+                    at += t.numel()
+        with self.timed("wait"):
+            summed_p = pending.p.wait()
+        qs_memory = []
+        with self.timed("decode"):
+            for worker, (plain, matrices, ps, qs), total in zip(self.workers, pending.views, summed_p):
+                s = self.state[worker.rank]
+                s.p_memory[tuple(pending.names)].copy_(total)
+                for p in ps:
+                    _orthogonalize(p, self.params.orthogonalization_epsilon)
+                for m, p, q in zip(matrices, ps, qs):
+                    torch.bmm(m.transpose(1, 2), p, out=q)
+                qs_memory.append(s.q_memory[tuple(pending.names)])
+        with self.timed("wait"):
+            summed_q = self.comm.allreduce(qs_memory)
+        out = []
+        with self.timed("decode"):
+            for i, (worker, (plain, matrices, ps, qs), total) in enumerate(zip(self.workers, pending.views, summed_q)):
+                s = self.state[worker.rank]
+                key = tuple(pending.names)
+                s.q_memory[key].copy_(total).div_(n)
+                for p, q, m in zip(ps, qs, matrices):
+                    torch.bmm(p, q.transpose(1, 2), out=m)
+                if self.params.error_feedback:
+                    s.error[key] = pending.copies[i] - pending.buffers[i]
+                if not self.params.warm_start:
+                    s.p_memory.clear()
+                    s.q_memory.clear()
+                out.append(self.unflatten(pending.buffers[i], grads[i], pending.names))
+        return out
+
+    def finish_step(self, pending, grads, lr, step):
+        means = [{} for _ in self.workers]
+        for bucket in pending:
+            for mean, part in zip(means, self._finish_bucket(bucket, grads)):
+                mean.update(part)
+        for s in self.state.values():
+            s.iter += 1
+        with self.timed("update"):
+            for worker, mean in zip(self.workers, means):
+                self.apply_update(worker, self.add_weight_decay(worker, mean), lr)
+
+    def step(self, grads, lr, step):
+        self.finish_step([self.begin_bucket(self.names, grads, step)], grads, lr, step)
+
+    # -- checkpoints: tensors and plain values only --------------------------------------------------------
+    def state_dict(self):
+        out = {}
+        for rank, s in self.state.items():
+            name, keys, pos, has_gauss, cached = s.rng.get_state()
+            out[rank] = {"iter": s.iter, "error": dict(s.error), "p": dict(s.p_memory), "q": dict(s.q_memory),
+                         "rng": (name, torch.from_numpy(keys.astype(np.int64)), int(pos), int(has_gauss),
+                                 float(cached))}
+        return out
+
+    def load_state_dict(self, state):
+        for rank, saved in state.items():
+            s = self.state[int(rank)]
+            s.iter, s.error, s.p_memory, s.q_memory = saved["iter"], dict(saved["error"]), dict(saved["p"]), \
+                dict(saved["q"])
+            name, keys, pos, has_gauss, cached = saved["rng"]
+            s.rng.set_state((name, keys.numpy().astype(np.uint32), pos, has_gauss, cached))
