@@ -38,7 +38,8 @@ from torch import nn
 
 from .codecs import sparse
 from .codecs.bits import TRIT_PACKINGS, as_bytes
-from .codecs.ternary import clip_and_scale, mix_seed, ternarize
+from .codecs.fused_ternary import TernaryCodec
+from .codecs.ternary import mix_seed
 from .terngrad import TernGradParams, last_layer, mean_of_trits
 from .threshold import ThresholdParams, select
 
@@ -157,41 +158,37 @@ class TernGradHookState:
         self.worker_seed = int(worker_seed)
         self.process_group = process_group
         self.pack, self.unpack, _ = TRIT_PACKINGS[params.packing]
+        self.codec = TernaryCodec(params.clip, params.scaler, params.packing, layerwise=True)
         self.step = 0
-        self._generators: dict[torch.device, torch.Generator] = {}
-
-    def generator(self, device: torch.device) -> torch.Generator:
-        if device not in self._generators:
-            self._generators[device] = torch.Generator(device=device)
-        return self._generators[device]
 
 
 def _ternarize_and_send(state: TernGradHookState, group: dist.ProcessGroup,
                         tern: list[tuple[int, torch.Tensor]]) -> Future:
-    """One worker's side of TernGrad for the bucket's ternarized tensors (``(j, flat gradient)`` pairs): clip
-    and take each tensor's scaler s_j; with sharing, s_j = max over workers (a synchronous all_gather: the
-    trits depend on it); trits_j = ternarize(clipped_j, s_j) from stream mix_seed(seed, step, j); pack all
-    the bucket's trits into one payload (prefixed by this worker's scalers when they are not shared) and
-    all_gather it asynchronously. The future's value is the mean, flat over the bucket's ternarized tensors."""
+    """One worker's side of TernGrad for the bucket's ternarized tensors (``(j, flat gradient)`` pairs), with the
+    harness's own codec (:class:`methods.codecs.fused_ternary.TernaryCodec`): clip and take each tensor's scaler
+    s_j; with sharing, s_j = max over workers (a synchronous all_gather: the trits depend on it); trits_j from
+    stream mix_seed(seed, step, j), packed in one fused pass into one payload (prefixed by this worker's scalers
+    when they are not shared), all_gathered asynchronously. The future's value is the mean, flat over the
+    bucket's ternarized tensors."""
     p = state.params
-    pairs = [clip_and_scale(g, p.clip, p.scaler) for _, g in tern]
-    scalers = torch.stack([s for _, s in pairs]).float()
+    flat = torch.cat([g for _, g in tern])
+    sizes = [g.numel() for _, g in tern]
+    offsets, bounds, scalers = state.codec.scalers(flat, sizes)
+    scalers = scalers.to(flat.device)
     used = torch.stack(_all_gather_same(scalers, group, async_op=False)[0]).amax(dim=0) \
         if p.scaler_sharing else scalers
-    generator = state.generator(scalers.device)
-    trits = []
-    for (j, _), (clipped, _), s in zip(tern, pairs, used):
-        generator.manual_seed(mix_seed(state.worker_seed, state.step, j))
-        trits.append(ternarize(clipped, s, generator))
-    packed = state.pack(torch.cat(trits))
+    keys = [mix_seed(state.worker_seed, state.step, j) for j, _ in tern]
+    packed, _ = state.codec.encode(flat, offsets, bounds, used.cpu(), keys)
+    packed = packed.to(flat.device)
     payload = packed if p.scaler_sharing else torch.cat([as_bytes(scalers), packed])
     out, work = _all_gather_same(payload, group, async_op=True)  # same bucket layout: same size everywhere
-    sizes = torch.tensor([g.numel() for _, g in tern], device=scalers.device)
     shared = used if p.scaler_sharing else None
 
     def average(fut: Future) -> torch.Tensor:
         fut.wait()
-        return mean_of_trits(out, shared, sizes, state.unpack)
+        if shared is not None:
+            return state.codec.decode(out, flat.numel(), offsets, shared.cpu()).to(flat.device)
+        return mean_of_trits(out, None, torch.tensor(sizes, device=flat.device), state.unpack)
 
     return work.get_future().then(average)
 

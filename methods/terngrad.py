@@ -28,7 +28,8 @@ import torch
 
 from .base import Method
 from .codecs.bits import TRIT_PACKINGS, as_bytes, from_bytes
-from .codecs.ternary import clip_and_scale, mix_seed, ternarize
+from .codecs.fused_ternary import TernaryCodec
+from .codecs.ternary import mix_seed
 from .terngrad_ps import TernaryExchange, TernaryServerRole
 
 TOPOLOGIES = ("allgather", "ps")
@@ -89,10 +90,10 @@ def mean_of_trits(payloads: list[torch.Tensor], shared: torch.Tensor | None, siz
 
 
 def mean_of_levels(levels: torch.Tensor, shared: torch.Tensor, sizes: torch.Tensor, workers: int) -> torch.Tensor:
-    """level x s / N: the average of N workers' trits under one shared scaler per tensor (Eq. 4), where the level
-    is the exact integer sum of the trits. (Version 1 added the s * trits in float32, which rounds differently
-    from 3 workers on; with 1 or 2 workers every partial sum is exact and the two agree bit for bit.)"""
-    return levels.float().mul_(torch.repeat_interleave(shared, sizes)).div_(workers)
+    """level x (s / N): the average of N workers' trits under one shared scaler per tensor (Eq. 4), where the
+    level is the exact integer sum of the trits and s / N is rounded once per tensor (as the fused decoder,
+    :func:`methods.codecs.fused_ternary.decode_shared`, computes it)."""
+    return levels.float().mul_(torch.repeat_interleave(shared / workers, sizes))
 
 
 def last_layer(names: list[str]) -> set[str]:
@@ -105,7 +106,9 @@ class TernGrad(Method):
     name = "terngrad"
     summary = "TernGrad: stochastic ternary gradients with scaler sharing, packed 2 bits (or 1.6 bits) each"
     Params = TernGradParams
-    version = 2  # 2: the shared-scaler average from the integer sum of the trits (1 added s * trits in float32)
+    # 3: Bernoulli draws from a counter-based stream (fused codec), the average as level x (s / N);
+    # 2: the shared-scaler average from the integer sum of the trits; 1: s * trits added in float32
+    version = 3
     # Figure 4(c): how many of the largest layer's gradients (AlexNet's fc6) are ternarized to zero; summed over
     # workers and steps, their ratio is the average share
     extra_metrics = ("zero_trits_largest", "trits_largest")
@@ -121,8 +124,8 @@ class TernGrad(Method):
 
     @classmethod
     def computes_as(cls, version: int, workers: int, params: dict) -> bool:
-        # version 1 differs only in how N >= 3 workers' shared-scaler trits are added (see mean_of_levels)
-        return version == cls.version or (version == 1 and (workers <= 2 or not params.get("scaler_sharing", True)))
+        # versions 1 and 2 drew their Bernoulli variables from torch's generator: other trits, other numbers
+        return version == cls.version
 
     @classmethod
     def servers_needed(cls, params):
@@ -156,133 +159,67 @@ class TernGrad(Method):
         self.exchange = self.exchange_for(comm, params, self.workers[0].params) if params.topology == "ps" else None
         self.sizes = [shapes[n].numel() for n in self.tern_names]
         self.n_tern = sum(self.sizes)
-        if self.sizes:  # where the largest ternarized tensor lies among one worker's trits
-            j = max(range(len(self.sizes)), key=self.sizes.__getitem__)
-            self.largest = slice(sum(self.sizes[:j]), sum(self.sizes[:j + 1]))
         self.pack, self.unpack, _ = TRIT_PACKINGS[params.packing]
         device = next(iter(self.workers[0].params.values())).device
-        self.generator = torch.Generator(device=device)
         self.sizes_t = torch.tensor(self.sizes if params.layerwise else [self.n_tern], device=device)
         self.index = {n: j for j, n in enumerate(self.tern_names)}  # a tensor's own random stream: (seed, step, j)
         self.largest_name = self.tern_names[max(range(len(self.sizes)), key=self.sizes.__getitem__)] \
             if self.sizes else None
-
-    # -- one worker's side -----------------------------------------------------------------------------
-    def clip_and_scale(self, g: dict[str, torch.Tensor]) -> tuple[list[torch.Tensor], torch.Tensor]:
-        """Clipped flat tensors and the scalers (float32, one per tensor, or one in all)."""
-        p = self.params
-        flats = [g[n].reshape(-1) for n in self.tern_names]
-        if p.layerwise:
-            pairs = [clip_and_scale(f, p.clip, p.scaler) for f in flats]
-            return [c for c, _ in pairs], torch.stack([s for _, s in pairs]).float()
-        whole, s = clip_and_scale(torch.cat(flats), p.clip, p.scaler)
-        return list(whole.split(self.sizes)), s.reshape(1).float()
-
-    def ternarize(self, seed: int, step: int, clipped: list[torch.Tensor], scalers: torch.Tensor) -> torch.Tensor:
-        """All trits of one worker, tensor by tensor, each from its own (seed, step, tensor) stream."""
-        per_tensor = scalers if self.params.layerwise else scalers.expand(len(clipped))
-        trits = []
-        for j, (c, s) in enumerate(zip(clipped, per_tensor)):
-            self.generator.manual_seed(mix_seed(seed, step, j))
-            trits.append(ternarize(c, s, self.generator))
-        return torch.cat(trits) if trits else torch.zeros(0, dtype=torch.int8)
+        self.codec = TernaryCodec(params.clip, params.scaler, params.packing, params.layerwise)
 
     def average(self, payloads: list[torch.Tensor], shared: torch.Tensor | None) -> torch.Tensor:
         return mean_of_trits(payloads, shared, self.sizes_t, self.unpack)
 
-    def step(self, grads, lr, step):
-        p, n = self.params, self.comm.world_size
-        timer = self.timed("encode").__enter__()
-        if p.wd_in_grad:
-            grads = [self.add_weight_decay(w, g) for w, g in zip(self.workers, grads)]
-        prepared = [self.clip_and_scale(g) for g in grads]
-        shared = None
-        if p.scaler_sharing and self.n_tern:
-            everyone = self.comm.allgather([s for _, s in prepared], same_size=True)
-            shared = torch.stack(everyone[0]).amax(dim=0)
-        payloads, trits_of = [], []
-        for w, (clipped, scalers) in zip(self.workers, prepared):
-            trits = self.ternarize(w.seed, step, clipped, scalers if shared is None else shared)
-            trits_of.append(trits)
-            if self.n_tern:
-                largest = trits[self.largest]
-                self.comm.ledger.add_extra("zero_trits_largest", w.rank, float((largest == 0).sum()))
-                self.comm.ledger.add_extra("trits_largest", w.rank, float(largest.numel()))
-            if self.exchange is None:
-                packed = self.pack(trits)
-                payloads.append(packed if shared is not None else torch.cat([as_bytes(scalers), packed]))
-        timer.__exit__()
-        if self.exchange is not None:
-            with self.timed("wait"):
-                means, sums = self.push_and_pull(grads, trits_of, shared)
-        else:
-            means = [None] * len(grads)
-            if self.n_tern:
-                with self.timed("wait"):
-                    gathered = self.comm.allgather(payloads, same_size=True)
-                with self.timed("decode"):
-                    means = self.per_worker(gathered, lambda everyone: self.average(everyone, shared))
-            sums = [None] * len(grads)
-            if self.float_names:
-                with self.timed("wait"):
-                    sums = self.comm.allreduce([self.flatten(g, self.float_names) for g in grads])
-        with self.timed("update"):
-            for worker, g, mean, total in zip(self.workers, grads, means, sums):
-                out = {}
-                if mean is not None:
-                    out.update(self.unflatten(mean, g, self.tern_names))
-                if total is not None:
-                    out.update(self.unflatten(total / n, g, self.float_names))
-                if not p.wd_in_grad:
-                    out = self.add_weight_decay(worker, out)
-                self.apply_update(worker, out, lr)
-
-    # -- per bucket, overlapped with backward (layer-wise scalers only) ---------------------------------------
+    # -- one group of tensors (a bucket, or the whole gradient) ----------------------------------------------
     def begin_bucket(self, names, grads, step):
-        """The bucket's ternarized tensors: clip and scale, share the scalers (a small blocking all-gather), draw
-        each tensor's trits from its own (seed, step, tensor) stream, pack and start the all-gather; its float
-        tensors start an all-reduce. The same trits and the same average as the whole-gradient exchange."""
+        """The group's ternarized tensors: clip and scale, share the scalers (a small blocking all-gather), draw
+        each tensor's trits from its own (seed, step, tensor) stream, pack (one fused pass) and start the
+        all-gather; its float tensors start an all-reduce. The trits of a tensor and the average do not depend on
+        how the tensors are grouped."""
         p = self.params
         tern = [n for n in names if n in self.index]
         floats = [n for n in names if n not in self.index]
+        sizes = [self.sizes[self.index[n]] for n in tern]
         with self.timed("encode"):
             if p.wd_in_grad:
                 grads = [self.add_weight_decay(w, {n: g[n] for n in names}) for w, g in zip(self.workers, grads)]
-            prepared = [[clip_and_scale(g[n].reshape(-1), p.clip, p.scaler) for n in tern] for g in grads]
-            scalers = [torch.stack([s for _, s in pairs]).float() if pairs else torch.zeros(0) for pairs in prepared]
+            flats = [self.flatten(g, tern) for g in grads] if tern else []
+            prepared = [self.codec.scalers(f, sizes) for f in flats]
         shared = None
         if tern and p.scaler_sharing:
             with self.timed("wait"):
-                everyone = self.comm.allgather(scalers, same_size=True)
+                everyone = self.comm.allgather([scales for _, _, scales in prepared], same_size=True)
             shared = torch.stack(everyone[0]).amax(dim=0)
         with self.timed("encode"):
             payloads = []
-            for w, pairs, own in zip(self.workers, prepared, scalers):
-                scale = own if shared is None else shared
-                trits = []
-                for n, (clipped, _), s in zip(tern, pairs, scale):
-                    self.generator.manual_seed(mix_seed(w.seed, step, self.index[n]))
-                    trits.append(ternarize(clipped, s, self.generator))
-                    if n == self.largest_name:
-                        self.comm.ledger.add_extra("zero_trits_largest", w.rank, float((trits[-1] == 0).sum()))
-                        self.comm.ledger.add_extra("trits_largest", w.rank, float(trits[-1].numel()))
-                if tern:
-                    packed = self.pack(torch.cat(trits))
-                    payloads.append(packed if shared is not None else torch.cat([as_bytes(own), packed]))
+            count = tern.index(self.largest_name) if self.largest_name in tern else None
+            for w, flat, (offsets, bounds, own) in zip(self.workers, flats, prepared):
+                keys = [mix_seed(w.seed, step, self.index[n]) for n in tern]
+                packed, zeros = self.codec.encode(flat, offsets, bounds, own if shared is None else shared, keys, count)
+                if count is not None:  # Figure 4(c): the zero trits of the largest ternarized tensor
+                    self.comm.ledger.add_extra("zero_trits_largest", w.rank, float(zeros[count]))
+                    self.comm.ledger.add_extra("trits_largest", w.rank, float(sizes[count]))
+                payloads.append(packed if shared is not None else torch.cat([as_bytes(own), packed]))
         gathered = self.comm.allgather_async(payloads, same_size=True) if tern else None
         summed = self.comm.allreduce_async([self.flatten(g, floats) for g in grads]) if floats else None
-        sizes = torch.tensor([self.sizes[self.index[n]] for n in tern], device=self.sizes_t.device)
-        return tern, floats, shared, sizes, gathered, summed
+        offsets = prepared[0][0] if prepared else None
+        return tern, floats, shared, sizes, offsets, gathered, summed
 
     def finish_step(self, pending, grads, lr, step):
         n = self.comm.world_size
         out = [{} for _ in self.workers]
-        for tern, floats, shared, sizes, gathered, summed in pending:
+        for tern, floats, shared, sizes, offsets, gathered, summed in pending:
             if gathered is not None:
                 with self.timed("wait"):
                     everyone = gathered.wait()
                 with self.timed("decode"):
-                    means = self.per_worker(everyone, lambda pay: mean_of_trits(pay, shared, sizes, self.unpack))
+                    if shared is not None:
+                        means = self.per_worker(everyone, lambda pay: self.codec.decode(pay, sum(sizes), offsets,
+                                                                                        shared))
+                    else:
+                        scaler_sizes = torch.tensor(sizes if self.params.layerwise else [sum(sizes)])
+                        means = self.per_worker(everyone, lambda pay: mean_of_trits(pay, None, scaler_sizes,
+                                                                                    self.unpack))
                     for o, mean, g in zip(out, means, grads):
                         o.update(self.unflatten(mean, g, tern))
             if summed is not None:
@@ -296,6 +233,45 @@ class TernGrad(Method):
                 if not self.params.wd_in_grad:
                     o = self.add_weight_decay(worker, o)
                 self.apply_update(worker, o, lr)
+
+    def step(self, grads, lr, step):
+        """After backward: the whole gradient as one group (in parameter order), or the parameter server's push
+        and pull."""
+        if self.exchange is None:
+            self.finish_step([self.begin_bucket(self.names, grads, step)], grads, lr, step)
+            return
+        p, n = self.params, self.comm.world_size
+        with self.timed("encode"):
+            if p.wd_in_grad:
+                grads = [self.add_weight_decay(w, g) for w, g in zip(self.workers, grads)]
+            flats = [self.flatten(g, self.tern_names) for g in grads]
+            prepared = [self.codec.scalers(f, self.sizes) for f in flats]
+        with self.timed("wait"):
+            everyone = self.comm.allgather([scales for _, _, scales in prepared], same_size=True)
+        shared = torch.stack(everyone[0]).amax(dim=0)  # topology ps needs scaler sharing (TernGradParams)
+        with self.timed("encode"):
+            trits_of = []
+            for w, flat, (offsets, bounds, _) in zip(self.workers, flats, prepared):
+                keys = [mix_seed(w.seed, step, j) for j in range(len(self.tern_names))]
+                trits = self.codec.trits(flat, offsets, bounds, shared, keys)
+                if self.largest_name is not None:
+                    j = self.index[self.largest_name]
+                    largest = trits[int(offsets[j]):int(offsets[j + 1])]
+                    self.comm.ledger.add_extra("zero_trits_largest", w.rank, float((largest == 0).sum()))
+                    self.comm.ledger.add_extra("trits_largest", w.rank, float(largest.numel()))
+                trits_of.append(trits)
+        with self.timed("wait"):
+            means, sums = self.push_and_pull(grads, trits_of, shared)
+        with self.timed("update"):
+            for worker, g, mean, total in zip(self.workers, grads, means, sums):
+                out = {}
+                if mean is not None:
+                    out.update(self.unflatten(mean, g, self.tern_names))
+                if total is not None:
+                    out.update(self.unflatten(total / n, g, self.float_names))
+                if not p.wd_in_grad:
+                    out = self.add_weight_decay(worker, out)
+                self.apply_update(worker, out, lr)
 
     def push_and_pull(self, grads, trits_of, shared):
         """The ps topology: every local worker pushes, the local servers (all of them under sim) sum and answer,

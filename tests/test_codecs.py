@@ -6,20 +6,24 @@ import torch
 
 from methods.codecs import sparse
 from methods.codecs.bits import TRIT_PACKINGS, pack_bits, unpack_bits
-from methods.codecs.ternary import clip_and_scale, mix_seed, ternarize
+from methods.codecs import fused_ternary as fused
+from methods.codecs.ternary import mix_seed
 from methods.threshold import select
 
 SIZES = [1, 2, 3, 4, 5, 7, 8, 9, 31, 33, 1000]
+INF = torch.tensor([float("inf")])
 
 
-def draws(g: torch.Tensor, s: torch.Tensor, k: int, seed: int = 0) -> torch.Tensor:
-    gen = torch.Generator().manual_seed(seed)
-    return ternarize(g.expand(k, -1).contiguous(), s, gen).float() * s
+def draws(g: torch.Tensor, s: torch.Tensor, k: int, seed: int = 0, bound: torch.Tensor = INF) -> torch.Tensor:
+    """k independent draws of the codec on g: one stream over g repeated k times (each copy its own counters)."""
+    flat = g.repeat(k)
+    trits = fused.trits_torch(flat, fused.offsets_of([flat.numel()]), bound, s.reshape(1), [mix_seed(seed, 0, 0)])
+    return trits.view(k, -1).float() * s
 
 
 def test_ternarize_is_unbiased():
     g = torch.randn(500, generator=torch.Generator().manual_seed(1))
-    _, s = clip_and_scale(g, 0.0, "max")
+    s = g.abs().max()
     k = 20_000
     mean = draws(g, s, k).mean(0)
     # each draw has std <= s/2 per element, so the mean's std is <= s / (2 sqrt(k)); allow 8 of those
@@ -31,19 +35,51 @@ def test_ternarize_is_unbiased():
 def test_clipping_bounds_the_expectation_at_c_sigma(scaler):
     g = torch.randn(400, generator=torch.Generator().manual_seed(2))
     g[0], g[1] = 50.0, -50.0  # outliers far beyond 2.5 sigma
-    clipped, s = clip_and_scale(g, 2.5, scaler)
-    bound = 2.5 * g.std(correction=0)
-    assert s == pytest.approx(bound.item() if scaler == "std" else clipped.abs().max().item())
-    mean = draws(clipped, s, 20_000).mean(0)
-    expected = g.clamp(-bound.item(), bound.item())
+    bound, s = fused.scalers(g, fused.offsets_of([400]), 2.5, scaler)
+    sigma = g.std(correction=0)
+    assert bound.item() == pytest.approx(2.5 * sigma.item(), rel=1e-5)
+    expected_s = 2.5 * sigma if scaler == "std" else g.clamp(-bound.item(), bound.item()).abs().max()
+    assert s.item() == pytest.approx(expected_s.item(), rel=1e-5)
+    mean = draws(g, s, 20_000, bound=bound).mean(0)
+    expected = g.clamp(-2.5 * sigma.item(), 2.5 * sigma.item())
     assert (mean - expected).abs().max() < 4 * s / 20_000 ** 0.5
 
 
 def test_ternarize_levels_and_zero_scaler():
     g = torch.tensor([0.5, -0.25, 0.0])
-    t = ternarize(g, torch.tensor(0.5), torch.Generator().manual_seed(0))
+    t = fused.trits_torch(g, fused.offsets_of([3]), INF, torch.tensor([0.5]), [1])
     assert t.dtype == torch.int8 and set(t.tolist()) <= {-1, 0, 1} and t[2] == 0
-    assert ternarize(torch.zeros(5), torch.tensor(0.0), torch.Generator()).eq(0).all()
+    assert fused.trits_torch(torch.zeros(5), fused.offsets_of([5]), INF, torch.tensor([0.0]), [1]).eq(0).all()
+
+
+@pytest.mark.parametrize("sizes", [[5], [1, 2, 3], [7, 8, 9, 31, 33], [1000, 3, 17]])
+@pytest.mark.parametrize("clip,scaler", [(2.5, "max"), (2.5, "std"), (0.0, "max")])
+@pytest.mark.parametrize("packing", fused.PACKINGS)
+def test_the_fused_kernels_compute_the_plain_torch_path(sizes, clip, scaler, packing):
+    """The numba kernels (one pass to ternarize and pack, one to unpack, scale and average) against the plain
+    torch path with the same counter-based uniforms: the same bytes, the same average."""
+    flat = torch.randn(sum(sizes), generator=torch.Generator().manual_seed(len(sizes)))
+    offsets = fused.offsets_of(sizes)
+    bounds, scales = fused.scalers(flat, offsets, clip, scaler)
+    keys = [mix_seed(7, 3, j) for j in range(len(sizes))]
+    packed, _ = fused.encode(flat, offsets, bounds, scales, keys, packing)
+    pack, unpack, _ = TRIT_PACKINGS[packing]
+    assert torch.equal(packed, pack(fused.trits_torch(flat, offsets, bounds, scales, keys)))
+    payloads = [fused.encode(flat * (w + 1), offsets, bounds, scales, [mix_seed(w, 3, j) for j in range(len(sizes))],
+                             packing)[0] for w in range(3)]
+    levels = sum(unpack(p, flat.numel()).to(torch.int16) for p in payloads)
+    expected = levels.float() * torch.repeat_interleave(scales / 3, torch.tensor(sizes))
+    assert torch.equal(fused.decode_shared(payloads, flat.numel(), offsets, scales, packing), expected)
+
+
+def test_counter_uniforms_are_uniform_and_streams_differ():
+    u = fused.uniforms(12345, 200_000)
+    assert 0.0 <= u.min() and u.max() < 1.0
+    assert abs(u.mean().item() - 0.5) < 0.003 and abs(u.var().item() - 1 / 12) < 0.002
+    counts = torch.histc(u, bins=16, min=0.0, max=1.0)
+    assert (counts - 12_500).abs().max() < 600  # about 5 standard deviations of a bin
+    assert not torch.equal(fused.uniforms(12345, 1000), fused.uniforms(12346, 1000))
+    assert abs(torch.corrcoef(torch.stack([u[:-1], u[1:]]))[0, 1].item()) < 0.01  # neighbours independent
 
 
 def test_mix_seed_separates_streams():

@@ -52,21 +52,26 @@ def test_without_scaler_sharing_the_bound_does_not_hold():
     for i, g in enumerate(big):  # workers with very different ranges: different scalers
         for k in g:
             g[k] = g[k] * (i + 1)
-    ws, _ = averaged(TernGrad, TernGradParams(wd_in_grad=False, scaler_sharing=False, clip=0), n, big)
-    assert len(torch.unique(ws[0].params["fc.weight"].grad)) > 2 * n + 1
+    # 12 elements of fc.weight per draw: over a few steps' draws, more than 2N + 1 distinct values appear
+    levels = [len(torch.unique(averaged(TernGrad, TernGradParams(wd_in_grad=False, scaler_sharing=False, clip=0), n,
+                                        big, step=step)[0][0].params["fc.weight"].grad)) for step in range(5)]
+    assert max(levels) > 2 * n + 1, levels
 
 
 def test_terngrad_counts_the_zero_trits_of_its_largest_tensor():
     """Figure 4(c)'s sparsity: every worker's zero trits in the largest tensor (fc.weight here), counted again
     by ternarizing that tensor alone from the same (seed, step, tensor) stream."""
-    from methods.codecs.ternary import clip_and_scale, mix_seed, ternarize
+    from methods.codecs import fused_ternary as fused
+    from methods.codecs.ternary import mix_seed
 
     n, params, gs = 3, TernGradParams(wd_in_grad=False, scaler_sharing=False), grads(3, seed=4)
     _, comm = averaged(TernGrad, params, n, gs, step=7)
     zeros = 0
-    for rank, g in enumerate(gs):
-        clipped, s = clip_and_scale(g["fc.weight"].reshape(-1), params.clip, params.scaler)
-        trits = ternarize(clipped, s, torch.Generator().manual_seed(mix_seed(100 + rank, 7, 0)))
+    for rank, g in enumerate(gs):  # the plain torch path of the codec, on fc.weight alone
+        flat = g["fc.weight"].reshape(-1)
+        offsets = fused.offsets_of([12])
+        bounds, scales = fused.scalers(flat, offsets, params.clip, params.scaler)
+        trits = fused.trits_torch(flat, offsets, bounds, scales, [mix_seed(100 + rank, 7, 0)])
         zeros += int((trits == 0).sum())
     assert comm.ledger.total_extra("trits_largest") == n * 12
     assert comm.ledger.total_extra("zero_trits_largest") == zeros and 0 < zeros < n * 12

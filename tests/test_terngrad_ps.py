@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from methods import Worker
-from methods.codecs.bits import level_bits
+from methods.codecs.bits import TRIT_PACKINGS, level_bits
 from methods.comm import SimCommunicator, make_dist_communicator
 from methods.terngrad import TernGrad, TernGradParams
 
@@ -135,27 +135,21 @@ def test_dist_equals_sim_bit_for_bit():
             assert all(torch.equal(weights[n], method.workers[rank].params[n].detach()) for n in SIZES), rank
 
 
-# -- version 2's integer levels against version 1's float sum --------------------------------------------------
-def version1_mean(trits: list[torch.Tensor], scale: torch.Tensor) -> torch.Tensor:
-    """Version 1's decode: s * trits added in float32, in rank order, then / N."""
-    total = None
-    for t in trits:
-        value = t.float() * scale
-        total = value if total is None else total.add_(value)
-    return total / len(trits)
-
-
-@pytest.mark.parametrize("n,same", [(1, True), (2, True), (8, False)])
-def test_version_1_records_of_up_to_2_workers_still_count(n, same):
-    """TernGrad.computes_as keeps version-1 records of 1 or 2 workers: every partial sum of +-s over two
-    workers is exact in float32, so the float sum equals level x s / N bit for bit; from 3 workers on it rounds."""
+# -- the version-3 average -------------------------------------------------------------------------------------
+def test_the_average_is_the_integer_level_times_s_over_n_and_old_versions_do_not_count():
+    """level x (s / N), s / N rounded once per tensor: what the fused decoder and mean_of_levels both compute.
+    Versions 1 and 2 drew their trits from torch's generator: none of their records computes what version 3 does."""
+    from methods.codecs import fused_ternary as fused
     from methods.terngrad import mean_of_levels
 
-    g = torch.Generator().manual_seed(n)
-    scale = torch.rand(1, generator=g) + 0.5  # a full 24-bit mantissa: 3s is not exact in float32
-    trits = [torch.randint(-1, 2, (100_000,), generator=g, dtype=torch.int8) for _ in range(n)]
+    g = torch.Generator().manual_seed(3)
+    trits = [torch.randint(-1, 2, (1000,), generator=g, dtype=torch.int8) for _ in range(3)]
+    scale = torch.rand(2, generator=g) + 0.5
+    payloads = [TRIT_PACKINGS["2bit"][0](t) for t in trits]
     levels = torch.stack([t.to(torch.int16) for t in trits]).sum(0, dtype=torch.int16)
-    v2 = mean_of_levels(levels, scale, torch.tensor([100_000]), n)
-    assert torch.equal(version1_mean(trits, scale), v2) is same
-    assert TernGrad.computes_as(1, n, {"scaler_sharing": True}) is same
-    assert TernGrad.computes_as(1, n, {"scaler_sharing": False})  # without sharing nothing changed
+    by_torch = mean_of_levels(levels, scale, torch.tensor([600, 400]), 3)
+    by_kernel = fused.decode_shared(payloads, 1000, fused.offsets_of([600, 400]), scale, "2bit")
+    assert torch.equal(by_torch, by_kernel)
+    expected = levels[:600].float() * (scale[0] / 3)
+    assert torch.equal(by_torch[:600], expected)
+    assert TernGrad.computes_as(3, 8, {}) and not TernGrad.computes_as(2, 2, {}) and not TernGrad.computes_as(1, 2, {})

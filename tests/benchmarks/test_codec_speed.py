@@ -15,7 +15,7 @@ import torch
 from bench.records import atomic_write
 from methods.codecs import sparse
 from methods.codecs.bits import TRIT_PACKINGS
-from methods.codecs.ternary import clip_and_scale, ternarize
+from methods.codecs import fused_ternary as fused
 from methods.threshold import select
 
 from ..conftest import REPO
@@ -59,21 +59,35 @@ def test_copy(benchmark, gradient):
 @pytest.mark.parametrize("packing", sorted(TRIT_PACKINGS))
 def test_terngrad_wire(benchmark, gradient, packing):
     pack, unpack, _ = TRIT_PACKINGS[packing]
-    trits = ternarize(gradient, gradient.abs().max(), torch.Generator().manual_seed(1))
+    offsets = fused.offsets_of([N])
+    bound, s = fused.scalers(gradient, offsets, 2.5, "max")
+    trits = fused.trits_torch(gradient, offsets, bound, s, [1])
     run(benchmark, f"terngrad-{packing} wire", lambda: unpack(pack(trits), N))
 
 
 @pytest.mark.benchmark
 @pytest.mark.parametrize("packing", sorted(TRIT_PACKINGS))
-def test_terngrad_full(benchmark, gradient, packing):
-    pack, unpack, _ = TRIT_PACKINGS[packing]
-    gen = torch.Generator().manual_seed(1)
+def test_terngrad_encode(benchmark, gradient, packing):
+    """One worker's encode, fused: the scaler (one pass: sigma and max|g|), then clip + Bernoulli ternarization
+    from the counter-based stream + packing (one pass)."""
+    offsets = fused.offsets_of([N])
 
-    def full():
-        clipped, s = clip_and_scale(gradient, 2.5, "max")
-        return unpack(pack(ternarize(clipped, s, gen)), N).float() * s
+    def encode():
+        bound, s = fused.scalers(gradient, offsets, 2.5, "max")
+        return fused.encode(gradient, offsets, bound, s, [1], packing)
 
-    run(benchmark, f"terngrad-{packing} full", full)
+    run(benchmark, f"terngrad-{packing} encode", encode)
+
+
+@pytest.mark.benchmark
+@pytest.mark.parametrize("packing", sorted(TRIT_PACKINGS))
+def test_terngrad_decode(benchmark, gradient, packing):
+    """The receiving side for 2 workers, fused: unpack, sum the levels, scale (one pass per payload)."""
+    offsets = fused.offsets_of([N])
+    bound, s = fused.scalers(gradient, offsets, 2.5, "max")
+    payloads = [fused.encode(gradient, offsets, bound, s, [w], packing)[0] for w in (1, 2)]
+    run(benchmark, f"terngrad-{packing} decode (2 workers)", lambda: fused.decode_shared(payloads, N, offsets, s,
+                                                                                          packing))
 
 
 THRESHOLDS = [1e-3, 3e-3]  # on this gradient: about 32% and 0.3% of elements sent

@@ -1,0 +1,314 @@
+"""TernGrad's codec as fused single passes over memory: one pass for the statistics (sigma, max|g|), one for
+clip + Bernoulli ternarization + packing, one for unpack + scale + average over the workers.
+
+The Bernoulli variables come from a counter-based generator: the uniform of element i of tensor j at step t of
+a worker with seed s is a hash of (key(s, t, j), i), so any process, any bucket layout and the DDP hook draw
+exactly the same variables, with no generator state to carry or reseed. The hash is 32-bit (Wellons'
+``lowbias32`` of i * 0x9E3779B9 + key, mod 2^32), so that the loops vectorize; its top 24 bits make the
+uniform u = bits * 2^-24 in [0, 1).
+
+Kernels are compiled by numba (no compiler needed at run time) for CPU tensors; a plain torch path computes the
+same numbers for CUDA tensors (and where numba is missing). The layout of the packed bytes is the one of
+:mod:`methods.codecs.bits` (plane-major: byte j holds element k*m + j of each quarter, or fifth).
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+try:
+    import numba
+except ImportError:  # pragma: no cover - numba is a dependency; the torch path stands in without it
+    numba = None
+
+SCALE24 = np.float32(2.0 ** -24)
+PACKINGS = ("2bit", "base3")
+
+
+# -- statistics and the scaler (Eq. 21, Eq. 1) -----------------------------------------------------------------
+def _stats_numpy(g: np.ndarray, offsets: np.ndarray, out: np.ndarray) -> None:
+    for t in range(offsets.size - 1):
+        seg = g[offsets[t]:offsets[t + 1]].astype(np.float64)
+        out[t, 0], out[t, 1] = seg.sum(), (seg * seg).sum()
+        out[t, 2] = np.abs(seg).max() if seg.size else 0.0
+
+
+def scalers(flat: torch.Tensor, offsets: np.ndarray, clip: float, scaler: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per segment (``offsets``: boundaries into ``flat``): the clipping bound b and the scaler s, float32.
+
+    ``scaler="max"`` (paper): b = c sigma, s = max|clamp(g, -b, b)| = min(max|g|, b). ``"std"`` (official code):
+    s = b = c sigma. With c = 0: no clipping, s = max|g|. sigma is the population standard deviation (mean
+    subtracted), accumulated in float64 in one pass."""
+    segments = offsets.size - 1
+    stats = np.zeros((segments, 3), dtype=np.float64)
+    if flat.is_cuda or _KERNELS is None:
+        for t in range(segments):
+            seg = flat[offsets[t]:offsets[t + 1]].double()
+            stats[t] = [seg.sum().item(), (seg * seg).sum().item(), seg.abs().max().item() if seg.numel() else 0.0]
+    else:
+        g = flat.numpy()
+        for t in range(segments):
+            total, squares, peak = _KERNELS["stats"](g[offsets[t]:offsets[t + 1]])
+            stats[t] = [total, squares, np.uint32(peak).view(np.float32)]
+    n = np.diff(offsets).astype(np.float64)
+    mean = stats[:, 0] / np.maximum(n, 1)
+    sigma = np.sqrt(np.maximum(stats[:, 1] / np.maximum(n, 1) - mean * mean, 0.0))
+    peak = stats[:, 2]
+    if clip <= 0:
+        bound, s = np.full(segments, np.inf), peak
+    elif scaler == "std":
+        bound = s = clip * sigma
+    else:
+        bound = clip * sigma
+        s = np.minimum(peak, bound)
+    return torch.from_numpy(bound.astype(np.float32)), torch.from_numpy(s.astype(np.float32))
+
+
+# -- the counter-based uniforms ------------------------------------------------------------------------------
+GOLDEN32, H1, H2, MASK32 = 0x9E3779B9, 0x7FEB352D, 0x846CA68B, 0xFFFFFFFF
+
+
+def key32(key: int) -> int:
+    """A tensor stream's 32-bit key from its 63-bit seed (:func:`methods.codecs.ternary.mix_seed`)."""
+    return (key ^ (key >> 32)) & MASK32
+
+
+def uniforms(key: int, count: int, device: torch.device | str = "cpu") -> torch.Tensor:
+    """The first ``count`` uniforms of stream ``key`` (float32) with plain torch ops: the reference for the
+    kernels and the path for CUDA. int64 holds the 32-bit arithmetic; products are masked back to 32 bits."""
+    x = (torch.arange(count, dtype=torch.int64, device=device) * GOLDEN32 + key32(key)) & MASK32
+    x = ((x ^ (x >> 16)) * H1) & MASK32
+    x = ((x ^ (x >> 15)) * H2) & MASK32
+    x = x ^ (x >> 16)
+    return (x >> 8).to(torch.float32) * float(SCALE24)
+
+
+# -- encode ----------------------------------------------------------------------------------------------------
+def encode(flat: torch.Tensor, offsets: np.ndarray, bounds: torch.Tensor, scales: torch.Tensor, keys: list[int],
+           packing: str, count: int | None = None) -> tuple[torch.Tensor, np.ndarray]:
+    """Clip, ternarize (sign(v) with probability |v| / s) and pack a worker's concatenated float32 gradient:
+    segment t = elements offsets[t]..offsets[t+1] of tensor stream keys[t], bound bounds[t], scaler scales[t].
+    Returns the packed bytes and, per segment, its number of zero trits if it is segment ``count`` (else 0)."""
+    n = flat.numel()
+    fields = 4 if packing == "2bit" else 5
+    m = (n + fields - 1) // fields
+    if flat.is_cuda or _KERNELS is None:
+        trits = trits_torch(flat, offsets, bounds, scales, keys)
+        zeros = np.array([int((trits[offsets[t]:offsets[t + 1]] == 0).sum()) if t == count else 0
+                          for t in range(offsets.size - 1)])
+        from .bits import TRIT_PACKINGS
+
+        return TRIT_PACKINGS[packing][0](trits), zeros
+    out = np.zeros(m, dtype=np.uint8)
+    zeros = _encode_numba(flat.numpy(), offsets, bounds.numpy(), scales.numpy(),
+                          np.array([key32(k) for k in keys], dtype=np.uint32), out, packing, count)
+    return torch.from_numpy(out), zeros
+
+
+def trits_torch(flat, offsets, bounds, scales, keys) -> torch.Tensor:
+    """The trits (int8) the kernels pack, with plain torch ops."""
+    out = torch.empty(flat.numel(), dtype=torch.int8, device=flat.device)
+    for t in range(offsets.size - 1):
+        lo, hi = int(offsets[t]), int(offsets[t + 1])
+        v = flat[lo:hi].clamp(-float(bounds[t]), float(bounds[t]))
+        threshold = uniforms(keys[t], hi - lo, flat.device) * scales[t].to(flat.device)
+        out[lo:hi] = (v > threshold).to(torch.int8) - (v < -threshold).to(torch.int8)
+    return out
+
+
+def _encode_torch(flat, offsets, bounds, scales, keys, packing):
+    from .bits import TRIT_PACKINGS
+
+    return TRIT_PACKINGS[packing][0](trits_torch(flat, offsets, bounds, scales, keys))
+
+
+# -- decode ----------------------------------------------------------------------------------------------------
+def decode_shared(payloads: list[torch.Tensor], n: int, offsets: np.ndarray, scales: torch.Tensor,
+                  packing: str) -> torch.Tensor:
+    """The average of N workers' packed trits under shared scalers: (sum of the trits) x (s / N), float32, from
+    the integer level (as :func:`methods.terngrad.mean_of_levels`)."""
+    if not payloads[0].is_cuda and _KERNELS is not None:
+        out = np.empty(n, dtype=np.float32)
+        _decode_numba(np.stack([p.numpy() for p in payloads]), n, offsets, scales.numpy(), out, packing)
+        return torch.from_numpy(out)
+    from .bits import TRIT_PACKINGS
+
+    unpack = TRIT_PACKINGS[packing][1]
+    levels = None
+    for p in payloads:
+        trits = unpack(p, n)
+        levels = trits.to(torch.int16) if levels is None else levels.add_(trits)
+    sizes = torch.from_numpy(np.diff(offsets)).to(payloads[0].device)
+    per = scales.to(payloads[0].device) / len(payloads)
+    return levels.float().mul_(torch.repeat_interleave(per, sizes))
+
+
+# -- the kernels -----------------------------------------------------------------------------------------------
+def _compile():
+    if numba is None:
+        return None
+    u32 = numba.uint32
+    fast = {"cache": True, "nogil": True, "fastmath": True, "error_model": "numpy"}  # reductions and integers
+    exact = {"cache": True, "nogil": True, "error_model": "numpy"}  # float arithmetic rounded as written
+
+    @numba.njit(**fast)
+    def stats(g):
+        """One segment: sum and sum of squares (float32 lanes) and max|g| (on the bit patterns: for non-negative
+        floats their order is the integers' order, and an integer max vectorizes)."""
+        bits = g.view(np.uint32)
+        s = np.float32(0)
+        s2 = np.float32(0)
+        peak = np.uint32(0)
+        for i in range(g.size):
+            v = g[i]
+            s += v
+            s2 += v * v
+            a = bits[i] & np.uint32(0x7FFFFFFF)
+            peak = a if a > peak else peak
+        return s, s2, peak
+
+    def run_kernel(field: int, base3: bool, count: bool):
+        """The loop of one field (its shift or its power of 3 a constant, so the byte arithmetic vectorizes);
+        ``count``: also count the zero trits (a separate compiled loop, so the common one stays lean)."""
+        shift, factor = np.uint8(2 * field), np.uint8(3 ** field)
+
+        @numba.njit(**exact)
+        def run(g, o, first, key, bound, scale):
+            unit = SCALE24 * scale  # exact: a power of two times s
+            zeros = np.uint32(0)
+            for i in range(g.size):
+                x = u32(u32(i) + first)
+                x = u32(x * u32(GOLDEN32) + key)
+                x = u32((x ^ (x >> u32(16))) * u32(H1))
+                x = u32((x ^ (x >> u32(15))) * u32(H2))
+                x = x ^ (x >> u32(16))
+                threshold = np.float32(np.int32(x >> u32(8))) * unit
+                v = g[i]
+                v = bound if v > bound else v
+                v = -bound if v < -bound else v
+                c = np.uint8(1) + np.uint8(v > threshold) - np.uint8(v < -threshold)
+                if count:
+                    zeros += np.uint32(c & np.uint8(1))  # code 1 is trit 0
+                if base3:
+                    o[i] = o[i] + c * factor
+                else:
+                    o[i] = o[i] | (c << shift)
+            return zeros
+        return run
+
+    def field2(shift: int):
+        @numba.njit(**fast)
+        def add(row, level):
+            for i in range(level.size):
+                level[i] += np.int16((row[i] >> np.uint8(shift)) & np.uint8(3))
+        return add
+
+    def field3(divisor: int):
+        @numba.njit(**fast)
+        def add(row, level):
+            for i in range(level.size):
+                level[i] += np.int16((row[i] // np.uint8(divisor)) % np.uint8(3))
+        return add
+
+    @numba.njit(**exact)
+    def scale_out(level, out, scale_over_n, workers):
+        for i in range(level.size):
+            out[i] = np.float32(level[i] - workers) * scale_over_n
+
+    return {"stats": stats,
+            "encode_2bit": tuple(run_kernel(k, False, False) for k in range(4)),
+            "encode_base3": tuple(run_kernel(k, True, False) for k in range(5)),
+            "count_2bit": tuple(run_kernel(k, False, True) for k in range(4)),
+            "count_base3": tuple(run_kernel(k, True, True) for k in range(5)), "add_field2": tuple(field2(2 * k) for k in range(4)),
+            "add_field3": tuple(field3(3 ** k) for k in range(5)), "scale_out": scale_out}
+
+
+def _parts(offsets: np.ndarray, m: int):
+    """(segment, field, start, stop) runs: a segment cut where a field (a quarter or a fifth) ends, so that each
+    run has one scaler, one stream key and one field, and its loop vectorizes."""
+    for t in range(offsets.size - 1):
+        a, end = int(offsets[t]), int(offsets[t + 1])
+        while a < end:
+            k = a // m
+            b = min(end, (k + 1) * m)
+            yield t, k, a, b
+            a = b
+
+
+def _encode_numba(g: np.ndarray, offsets, bounds: np.ndarray, scales: np.ndarray, keys: np.ndarray, out: np.ndarray,
+                  packing: str, count: int | None) -> np.ndarray:
+    """Fill ``out``; returns the number of zero trits of segment ``count`` (the others: 0)."""
+    runs, counting = _KERNELS["encode_" + packing], _KERNELS["count_" + packing]
+    m, n, fields = out.size, g.size, len(runs)
+    zeros = np.zeros(offsets.size - 1, dtype=np.int64)
+    for t, k, a, b in _parts(offsets, m):
+        kernel = counting[k] if t == count else runs[k]
+        zeros[t] += kernel(g[a:b], out[a - k * m:b - k * m], np.uint32(a - offsets[t]), keys[t], bounds[t],
+                           scales[t])
+    for k in range(fields):  # padding past the last element decodes to trit 0 (code 1)
+        lo, hi = max(n, k * m) - k * m, m
+        if lo < hi:
+            if packing == "base3":
+                out[lo:hi] += np.uint8(3 ** k)
+            else:
+                out[lo:hi] |= np.uint8(1 << (2 * k))
+    return zeros
+
+
+def _decode_numba(payloads: np.ndarray, n: int, offsets, scales: np.ndarray, out: np.ndarray, packing: str) -> None:
+    workers, m = payloads.shape
+    level = np.empty(m, dtype=np.int16)
+    for t, k, a, b in _parts(offsets, m):
+        part = level[: b - a]
+        part[:] = 0
+        for w in range(workers):
+            row = payloads[w, a - k * m:b - k * m]
+            if packing == "base3":
+                _KERNELS["add_field3"][k](row, part)
+            else:
+                _KERNELS["add_field2"][k](row, part)
+        _KERNELS["scale_out"](part, out[a:b], np.float32(scales[t]) / np.float32(workers), workers)
+
+
+_KERNELS = _compile()
+
+
+def offsets_of(sizes) -> np.ndarray:
+    return np.concatenate([[0], np.cumsum(np.asarray(sizes, dtype=np.int64))]).astype(np.int64)
+
+
+__all__ = ["PACKINGS", "decode_shared", "encode", "offsets_of", "scalers", "trits_torch", "uniforms"]
+
+
+class TernaryCodec:
+    """TernGrad's steps for one worker's list of tensors (a bucket, or the whole gradient): the one object the
+    method and its DDP hook share, so that the two cannot drift apart.
+
+    ``layerwise``: a scaler per tensor (Sec. 3.3), else one for all the tensors given."""
+
+    def __init__(self, clip: float, scaler: str, packing: str, layerwise: bool = True):
+        self.clip, self.scaler, self.packing, self.layerwise = clip, scaler, packing, layerwise
+
+    def scalers(self, flat: torch.Tensor, sizes: list[int]) -> tuple[np.ndarray, torch.Tensor, torch.Tensor]:
+        """(segment offsets, clipping bound per segment, the scalers): one scaler per tensor, or one in all."""
+        offsets = offsets_of(sizes)
+        if self.layerwise:
+            bounds, scales = scalers(flat, offsets, self.clip, self.scaler)
+            return offsets, bounds, scales
+        bound, scale = scalers(flat, offsets_of([flat.numel()]), self.clip, self.scaler)
+        return offsets, bound.expand(len(sizes)).contiguous(), scale
+
+    def per_segment(self, scales: torch.Tensor, segments: int) -> torch.Tensor:
+        return scales if self.layerwise else scales.expand(segments).contiguous()
+
+    def encode(self, flat, offsets, bounds, scales, keys, count: int | None = None):
+        """The packed trits (and the zero count of segment ``count``) under ``scales`` (own or shared)."""
+        return encode(flat, offsets, bounds, self.per_segment(scales, offsets.size - 1), keys, self.packing, count)
+
+    def trits(self, flat, offsets, bounds, scales, keys) -> torch.Tensor:
+        """The same trits unpacked (int8), for exchanges that cut the vector themselves (a parameter server)."""
+        return trits_torch(flat, offsets, bounds, self.per_segment(scales, offsets.size - 1), keys)
+
+    def decode(self, payloads, n, offsets, shared) -> torch.Tensor:
+        """The average of the workers' payloads under the shared scalers."""
+        return decode_shared(payloads, n, offsets, self.per_segment(shared, offsets.size - 1), self.packing)
