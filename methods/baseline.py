@@ -58,7 +58,7 @@ class Baseline(Method):
 
     @classmethod
     def can_bucket(cls, params) -> bool:
-        return params.topology == "allreduce"
+        return getattr(params, "topology", "allreduce") == "allreduce"
 
     @classmethod
     def why_not_bucketed(cls, params) -> str:

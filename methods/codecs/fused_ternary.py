@@ -13,6 +13,8 @@ same numbers for CUDA tensors (and where numba is missing). The layout of the pa
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import torch
 
@@ -148,8 +150,10 @@ def _compile():
     if numba is None:
         return None
     u32 = numba.uint32
-    fast = {"cache": True, "nogil": True, "fastmath": True, "error_model": "numpy"}  # reductions and integers
-    exact = {"cache": True, "nogil": True, "error_model": "numpy"}  # float arithmetic rounded as written
+    # compiled code is cached beside this file where it can be written (else compiled once per process)
+    cache = os.access(os.path.dirname(os.path.abspath(__file__)), os.W_OK) or bool(os.environ.get("NUMBA_CACHE_DIR"))
+    fast = {"cache": cache, "nogil": True, "fastmath": True, "error_model": "numpy"}  # reductions and integers
+    exact = {"cache": cache, "nogil": True, "error_model": "numpy"}  # float arithmetic rounded as written
 
     @numba.njit(**fast)
     def stats(g):
