@@ -121,12 +121,18 @@ class Method(ABC):
         return _Timed(self.times, phase)
 
     # -- shared pieces --------------------------------------------------------------------------------
-    def add_weight_decay(self, worker: Worker, grads: Mapping[str, torch.Tensor]) -> Grads:
-        """g + wd * w for the parameters the task decays (L2 in the loss, as the papers' frameworks do)."""
+    def add_weight_decay(self, worker: Worker, grads: Mapping[str, torch.Tensor], in_place: bool = False) -> Grads:
+        """g + wd * w for the parameters the task decays (L2 in the loss, as the papers' frameworks do).
+        ``in_place``: into ``grads``' own tensors (buffers the method made and nothing else reads)."""
         out = {}
         for name, g in grads.items():
             wd = self.weight_decay.get(name, 0.0)
-            out[name] = g.add(worker.params[name].detach(), alpha=wd) if wd else g
+            if not wd:
+                out[name] = g
+            elif in_place:
+                out[name] = g.add_(worker.params[name].detach(), alpha=wd)
+            else:
+                out[name] = g.add(worker.params[name].detach(), alpha=wd)
         return out
 
     @staticmethod

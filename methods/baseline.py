@@ -76,11 +76,13 @@ class Baseline(Method):
             with self.timed("wait"):
                 summed = handle.wait()
             with self.timed("decode"):
+                # each worker gets its own mean (under sim the sum is one tensor shared by all of them)
                 for mean, total, g in zip(means, summed, grads):
-                    mean.update(self.unflatten(total / n, g, names))
+                    buffer = total.div_(n) if len(summed) == 1 else total / n
+                    mean.update(self.unflatten(buffer, g, names))
         with self.timed("update"):
             for worker, mean in zip(self.workers, means):
-                self.apply_update(worker, self.add_weight_decay(worker, mean), lr)
+                self.apply_update(worker, self.add_weight_decay(worker, mean, in_place=True), lr)
 
     def step(self, grads, lr, step):
         if self.ps is not None:

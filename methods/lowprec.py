@@ -33,10 +33,10 @@ class HalfPrecision(Method):
                 summed = handle.wait()
             with self.timed("decode"):
                 for mean, total, g in zip(means, summed, grads):
-                    mean.update(self.unflatten(total.to(torch.float32), g, names))
+                    mean.update(self.unflatten(total.to(torch.float32), g, names))  # a new float32 buffer
         with self.timed("update"):
             for worker, mean in zip(self.workers, means):
-                self.apply_update(worker, self.add_weight_decay(worker, mean), lr)
+                self.apply_update(worker, self.add_weight_decay(worker, mean, in_place=True), lr)
 
     def step(self, grads, lr, step):
         self.finish_step([self.begin_bucket(self.names, grads, step)], grads, lr, step)

@@ -32,7 +32,11 @@ def main() -> None:
     dist.init_process_group("gloo", rank=args.rank, world_size=args.world)
     torch.manual_seed(1)
     model = DDP(TASKS["alexnet-imagenet"].build_model("tf", 1000))  # bucket_cap_mb=25, DDP's defaults
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    # the same update as commbench's recipe: momentum 0.9, weight decay 5e-4 on the kernels only (TF-slim)
+    decayed = [p for p in model.parameters() if p.ndim > 1]
+    rest = [p for p in model.parameters() if p.ndim <= 1]
+    opt = torch.optim.SGD([{"params": decayed, "weight_decay": 5e-4}, {"params": rest, "weight_decay": 0.0}],
+                          lr=0.01, momentum=0.9)
     g = torch.Generator().manual_seed(args.rank)
     x = torch.randn(args.per_worker, 3, 224, 224, generator=g)
     y = torch.randint(0, 1000, (args.per_worker,), generator=g)
