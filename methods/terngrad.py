@@ -106,9 +106,10 @@ class TernGrad(Method):
     name = "terngrad"
     summary = "TernGrad: stochastic ternary gradients with scaler sharing, packed 2 bits (or 1.6 bits) each"
     Params = TernGradParams
-    # 3: Bernoulli draws from a counter-based stream (fused codec), the average as level x (s / N);
+    # 4: sigma's sums in fixed float32 lanes (the same bits on any CPU; 3's compiler-ordered sums could round
+    # otherwise); 3: Bernoulli draws from a counter-based stream (fused codec), the average as level x (s / N);
     # 2: the shared-scaler average from the integer sum of the trits; 1: s * trits added in float32
-    version = 3
+    version = 4
     # Figure 4(c): how many of the largest layer's gradients (AlexNet's fc6) are ternarized to zero; summed over
     # workers and steps, their ratio is the average share
     extra_metrics = ("zero_trits_largest", "trits_largest")
@@ -124,7 +125,8 @@ class TernGrad(Method):
 
     @classmethod
     def computes_as(cls, version: int, workers: int, params: dict) -> bool:
-        # versions 1 and 2 drew their Bernoulli variables from torch's generator: other trits, other numbers
+        # versions 1 and 2 drew their Bernoulli variables from torch's generator: other trits, other numbers;
+        # version 3's clipping bound could differ in its last bit
         return version == cls.version
 
     @classmethod
@@ -162,6 +164,7 @@ class TernGrad(Method):
         self.pack, self.unpack, _ = TRIT_PACKINGS[params.packing]
         device = next(iter(self.workers[0].params.values())).device
         self.sizes_t = torch.tensor(self.sizes if params.layerwise else [self.n_tern], device=device)
+        self.decoded: dict[str, torch.Tensor] = {}  # per bucket (its first tensor): where its average is decoded
         self.index = {n: j for j, n in enumerate(self.tern_names)}  # a tensor's own random stream: (seed, step, j)
         self.largest_name = self.tern_names[max(range(len(self.sizes)), key=self.sizes.__getitem__)] \
             if self.sizes else None
@@ -214,8 +217,11 @@ class TernGrad(Method):
                     everyone = gathered.wait()
                 with self.timed("decode"):
                     if shared is not None:
+                        # one output buffer per bucket, reused every step: the step consumes it before the next
+                        buffer = self.decoded.get(tern[0])
                         means = self.per_worker(everyone, lambda pay: self.codec.decode(pay, sum(sizes), offsets,
-                                                                                        shared))
+                                                                                        shared, buffer))
+                        self.decoded[tern[0]] = means[0]
                     else:
                         scaler_sizes = torch.tensor(sizes if self.params.layerwise else [sum(sizes)])
                         means = self.per_worker(everyone, lambda pay: mean_of_trits(pay, None, scaler_sizes,

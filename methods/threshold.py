@@ -25,6 +25,7 @@ import torch
 
 from .base import Method
 from .codecs import sparse
+from .codecs.fused_threshold import select_into
 
 
 @dataclass(frozen=True)
@@ -107,10 +108,9 @@ class Threshold(Method):
                 self.apply_update(worker, self.add_weight_decay(worker, o), lr)
 
     def _encode(self, rank: int, acc: torch.Tensor, contribution: torch.Tensor, numel: int) -> torch.Tensor:
-        """Accumulate into ``acc`` (float64, in place), select, keep the rest; return the wire payload."""
-        acc += contribution.double()
-        sent, values = select(self.kind, acc, self.params.threshold)
-        acc[sent.indices] -= values
+        """Accumulate into ``acc`` (float64, in place), select, keep the rest (one fused pass, the same numbers as
+        :func:`select`); return the wire payload."""
+        sent = select_into(self.kind, acc, contribution.contiguous(), self.params.threshold)
         self.comm.ledger.add_extra("paper_bytes", rank, sparse.paper_bytes(self.kind, sent.indices.numel()))
         return sparse.encode(self.kind, sent, numel)
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import pytest
+import numpy as np
 import torch
 
 from methods.codecs import sparse
@@ -65,11 +66,33 @@ def test_the_fused_kernels_compute_the_plain_torch_path(sizes, clip, scaler, pac
     packed, _ = fused.encode(flat, offsets, bounds, scales, keys, packing)
     pack, unpack, _ = TRIT_PACKINGS[packing]
     assert torch.equal(packed, pack(fused.trits_torch(flat, offsets, bounds, scales, keys)))
-    payloads = [fused.encode(flat * (w + 1), offsets, bounds, scales, [mix_seed(w, 3, j) for j in range(len(sizes))],
-                             packing)[0] for w in range(3)]
-    levels = sum(unpack(p, flat.numel()).to(torch.int16) for p in payloads)
-    expected = levels.float() * torch.repeat_interleave(scales / 3, torch.tensor(sizes))
-    assert torch.equal(fused.decode_shared(payloads, flat.numel(), offsets, scales, packing), expected)
+    for workers in (1, 2, 3, 5):  # the decoder's three shapes: one payload, a pair, a pair and adds
+        payloads = [fused.encode(flat * (w + 1), offsets, bounds, scales,
+                                 [mix_seed(w, 3, j) for j in range(len(sizes))], packing)[0] for w in range(workers)]
+        levels = sum(unpack(p, flat.numel()).to(torch.int16) for p in payloads)
+        expected = levels.float() * torch.repeat_interleave(scales / workers, torch.tensor(sizes))
+        assert torch.equal(fused.decode_shared(payloads, flat.numel(), offsets, scales, packing), expected), workers
+
+
+@pytest.mark.parametrize("n", [1, 31, 32, 33, 100_003])
+def test_the_stats_kernel_sums_in_a_fixed_order_close_to_float64(n):
+    """sigma's sums: 32 float32 lanes in a fixed order (so a wider vector unit cannot change the scaler), close
+    to float64's; max|g| exact."""
+    g = torch.randn(n, generator=torch.Generator().manual_seed(n)) * 3 + 1
+    total, squares, peak = fused._KERNELS["stats"](g.numpy())
+    lanes = torch.zeros(32, dtype=torch.float32)
+    lanes2 = torch.zeros(32, dtype=torch.float32)
+    full = n - n % 32
+    for row in g[:full].view(-1, 32):  # the same order, written out
+        lanes += row
+        lanes2 += row * row
+    reference = 0.0
+    for x in lanes.tolist() + g[full:].tolist():  # lanes folded into float64 one by one, then the tail
+        reference += x
+    assert total == reference
+    assert abs(total - g.double().sum().item()) <= 1e-5 * g.double().abs().sum().item()
+    assert abs(squares - (g.double() ** 2).sum().item()) <= 1e-5 * (g.double() ** 2).sum().item()
+    assert np.uint32(peak).view(np.float32) == g.abs().max().item()
 
 
 def test_counter_uniforms_are_uniform_and_streams_differ():
@@ -80,6 +103,18 @@ def test_counter_uniforms_are_uniform_and_streams_differ():
     assert (counts - 12_500).abs().max() < 600  # about 5 standard deviations of a bin
     assert not torch.equal(fused.uniforms(12345, 1000), fused.uniforms(12346, 1000))
     assert abs(torch.corrcoef(torch.stack([u[:-1], u[1:]]))[0, 1].item()) < 0.01  # neighbours independent
+
+
+@pytest.mark.parametrize("lag", [1, 2, 1 << 18, (1 << 20) // 5])  # neighbours, and elements sharing a byte
+def test_counter_uniforms_are_equidistributed_in_pairs(lag):
+    """Pairs (u_i, u_{i+lag}) fill a 16 x 16 grid evenly (chi-square within 6 standard deviations of its mean).
+    A cheaper hash with one multiply round passes the one-dimensional checks and fails this one at every lag."""
+    u = fused.uniforms(mix_seed(1, 0, 0), 1 << 20)
+    cells = (u[:-lag] * 16).long() * 16 + (u[lag:] * 16).long()
+    counts = torch.bincount(cells, minlength=256).double()
+    expected = counts.sum() / 256
+    chi2 = ((counts - expected) ** 2 / expected).sum().item()
+    assert chi2 < 255 + 6 * (2 * 255) ** 0.5, chi2
 
 
 def test_mix_seed_separates_streams():
@@ -182,3 +217,23 @@ def test_qgt_caps_the_multiple_at_255_and_rounds_towards_zero():
 def test_paper_accounting_counts_values_only():
     assert sparse.paper_bytes("wgt", 10) == 40 and sparse.paper_bytes("qgt", 10) == 10
     assert sparse.paper_bytes("bgt", 16) == 2
+
+
+@pytest.mark.parametrize("kind", sparse.KINDS)
+@pytest.mark.parametrize("threshold", [1e-5, 1e-3, 3e-3])
+def test_the_fused_threshold_pass_is_select_bit_for_bit(kind, threshold):
+    """One fused pass (accumulate, select, subtract what is sent) against select() and its bookkeeping: the same
+    residual, the same elements, the same payload."""
+    from methods.codecs.fused_threshold import select_into
+
+    g = torch.Generator().manual_seed(5)
+    acc = torch.randn(50_000, generator=g, dtype=torch.float64) * 1e-3
+    contribution = torch.randn(50_000, generator=g) * 1e-3
+    reference = acc.clone()
+    reference += contribution.double()
+    sent, values = select(kind, reference, threshold)
+    reference[sent.indices] -= values
+    fused = acc.clone()
+    got = select_into(kind, fused, contribution, threshold)
+    assert torch.equal(fused, reference)
+    assert torch.equal(sparse.encode(kind, got, 50_000), sparse.encode(kind, sent, 50_000))

@@ -13,34 +13,22 @@ same numbers for CUDA tensors (and where numba is missing). The layout of the pa
 """
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import torch
 
-try:
-    import numba
-except ImportError:  # pragma: no cover - numba is a dependency; the torch path stands in without it
-    numba = None
+from .jit import cache_ok, numba
 
 SCALE24 = np.float32(2.0 ** -24)
 PACKINGS = ("2bit", "base3")
 
 
 # -- statistics and the scaler (Eq. 21, Eq. 1) -----------------------------------------------------------------
-def _stats_numpy(g: np.ndarray, offsets: np.ndarray, out: np.ndarray) -> None:
-    for t in range(offsets.size - 1):
-        seg = g[offsets[t]:offsets[t + 1]].astype(np.float64)
-        out[t, 0], out[t, 1] = seg.sum(), (seg * seg).sum()
-        out[t, 2] = np.abs(seg).max() if seg.size else 0.0
-
-
 def scalers(flat: torch.Tensor, offsets: np.ndarray, clip: float, scaler: str) -> tuple[torch.Tensor, torch.Tensor]:
     """Per segment (``offsets``: boundaries into ``flat``): the clipping bound b and the scaler s, float32.
 
     ``scaler="max"`` (paper): b = c sigma, s = max|clamp(g, -b, b)| = min(max|g|, b). ``"std"`` (official code):
     s = b = c sigma. With c = 0: no clipping, s = max|g|. sigma is the population standard deviation (mean
-    subtracted), accumulated in float64 in one pass."""
+    subtracted), accumulated in one pass: blocks of float32 lanes folded into float64 (the kernel), float64 (torch)."""
     segments = offsets.size - 1
     stats = np.zeros((segments, 3), dtype=np.float64)
     if flat.is_cuda or _KERNELS is None:
@@ -101,7 +89,7 @@ def encode(flat: torch.Tensor, offsets: np.ndarray, bounds: torch.Tensor, scales
         from .bits import TRIT_PACKINGS
 
         return TRIT_PACKINGS[packing][0](trits), zeros
-    out = np.zeros(m, dtype=np.uint8)
+    out = np.empty(m, dtype=np.uint8)  # field 0 writes every byte first
     zeros = _encode_numba(flat.numpy(), offsets, bounds.numpy(), scales.numpy(),
                           np.array([key32(k) for k in keys], dtype=np.uint32), out, packing, count)
     return torch.from_numpy(out), zeros
@@ -126,13 +114,16 @@ def _encode_torch(flat, offsets, bounds, scales, keys, packing):
 
 # -- decode ----------------------------------------------------------------------------------------------------
 def decode_shared(payloads: list[torch.Tensor], n: int, offsets: np.ndarray, scales: torch.Tensor,
-                  packing: str) -> torch.Tensor:
+                  packing: str, out: torch.Tensor | None = None) -> torch.Tensor:
     """The average of N workers' packed trits under shared scalers: (sum of the trits) x (s / N), float32, from
-    the integer level (as :func:`methods.terngrad.mean_of_levels`)."""
+    the integer level (as :func:`methods.terngrad.mean_of_levels`). ``out``: a float32 buffer of n elements to
+    write into (a caller that decodes every step reuses one: a fresh 16 MB array costs the kernel's page faults,
+    as long as the decode itself)."""
     if not payloads[0].is_cuda and _KERNELS is not None:
-        out = np.empty(n, dtype=np.float32)
-        _decode_numba(np.stack([p.numpy() for p in payloads]), n, offsets, scales.numpy(), out, packing)
-        return torch.from_numpy(out)
+        if out is None or out.numel() != n:
+            out = torch.empty(n, dtype=torch.float32)
+        _decode_numba(np.stack([p.numpy() for p in payloads]), n, offsets, scales.numpy(), out.numpy(), packing)
+        return out
     from .bits import TRIT_PACKINGS
 
     unpack = TRIT_PACKINGS[packing][1]
@@ -150,36 +141,52 @@ def _compile():
     if numba is None:
         return None
     u32 = numba.uint32
-    # compiled code is cached beside this file where it can be written (else compiled once per process)
-    cache = os.access(os.path.dirname(os.path.abspath(__file__)), os.W_OK) or bool(os.environ.get("NUMBA_CACHE_DIR"))
-    fast = {"cache": cache, "nogil": True, "fastmath": True, "error_model": "numpy"}  # reductions and integers
-    exact = {"cache": cache, "nogil": True, "error_model": "numpy"}  # float arithmetic rounded as written
+    cache = cache_ok(__file__)
+    exact = {"cache": cache, "nogil": True, "error_model": "numpy"}  # arithmetic rounded as written
+    lanes = 32  # the stats' fixed accumulator lanes: the same sums whatever the vector width
 
-    @numba.njit(**fast)
+    @numba.njit(**exact)
     def stats(g):
-        """One segment: sum and sum of squares (float32 lanes) and max|g| (on the bit patterns: for non-negative
-        floats their order is the integers' order, and an integer max vectorizes)."""
+        """One segment: sum and sum of squares and max|g|. The sums run in 32 float32 lanes in a fixed order,
+        folded into float64 at the end: the same bits whatever the CPU's vector width (the compiler's own
+        reassociation would not be). The max runs on the bit patterns (for non-negative floats their order is
+        the integers' order)."""
         bits = g.view(np.uint32)
-        s = np.float32(0)
-        s2 = np.float32(0)
-        peak = np.uint32(0)
-        for i in range(g.size):
-            v = g[i]
-            s += v
-            s2 += v * v
-            a = bits[i] & np.uint32(0x7FFFFFFF)
+        acc = np.zeros(lanes, np.float32)
+        acc2 = np.zeros(lanes, np.float32)
+        peaks = np.zeros(lanes, np.uint32)
+        n = g.size
+        full = n - n % lanes
+        rows, row_bits = g[:full].reshape(full // lanes, lanes), bits[:full].reshape(full // lanes, lanes)
+        for r in range(full // lanes):  # (row, lane) indices: loop counters, so numba checks no wrap-around
+            for lane in range(lanes):
+                v = rows[r, lane]
+                acc[lane] += v
+                acc2[lane] += v * v
+                a = row_bits[r, lane] & u32(0x7FFFFFFF)
+                peaks[lane] = a if a > peaks[lane] else peaks[lane]
+        total, squares, peak = 0.0, 0.0, u32(0)
+        for lane in range(lanes):
+            total += np.float64(acc[lane])
+            squares += np.float64(acc2[lane])
+            peak = peaks[lane] if peaks[lane] > peak else peak
+        for i in range(full, n):
+            v = np.float64(g[i])
+            total += v
+            squares += v * v
+            a = bits[i] & u32(0x7FFFFFFF)
             peak = a if a > peak else peak
-        return s, s2, peak
+        return total, squares, peak
 
     def run_kernel(field: int, base3: bool, count: bool):
         """The loop of one field (its shift or its power of 3 a constant, so the byte arithmetic vectorizes);
         ``count``: also count the zero trits (a separate compiled loop, so the common one stays lean)."""
-        shift, factor = np.uint8(2 * field), np.uint8(3 ** field)
+        shift, factor = u32(2 * field), u32(3 ** field)
 
         @numba.njit(**exact)
         def run(g, o, first, key, bound, scale):
             unit = SCALE24 * scale  # exact: a power of two times s
-            zeros = np.uint32(0)
+            zeros = u32(0)
             for i in range(g.size):
                 x = u32(u32(i) + first)
                 x = u32(x * u32(GOLDEN32) + key)
@@ -187,44 +194,69 @@ def _compile():
                 x = u32((x ^ (x >> u32(15))) * u32(H2))
                 x = x ^ (x >> u32(16))
                 threshold = np.float32(np.int32(x >> u32(8))) * unit
-                v = g[i]
-                v = bound if v > bound else v
-                v = -bound if v < -bound else v
-                c = np.uint8(1) + np.uint8(v > threshold) - np.uint8(v < -threshold)
+                v = min(max(g[i], -bound), bound)
+                c = u32(2) if v > threshold else (u32(0) if v < -threshold else u32(1))  # code 1 is trit 0
                 if count:
-                    zeros += np.uint32(c & np.uint8(1))  # code 1 is trit 0
-                if base3:
-                    o[i] = o[i] + c * factor
+                    zeros += c & u32(1)
+                if field == 0:  # the first field covers every byte: it sets, the others add
+                    o[i] = np.uint8(c)
+                elif base3:
+                    o[i] = np.uint8(u32(o[i]) + c * factor)
                 else:
-                    o[i] = o[i] | (c << shift)
+                    o[i] = np.uint8(u32(o[i]) | (c << shift))
             return zeros
         return run
 
-    def field2(shift: int):
-        @numba.njit(**fast)
-        def add(row, level):
-            for i in range(level.size):
-                level[i] += np.int16((row[i] >> np.uint8(shift)) & np.uint8(3))
-        return add
+    def decode_kernel(field: int, base3: bool):
+        """Unpack one field of every worker's payload, sum the codes and scale. The running sum lives in ``out``
+        as float32 (small integers: exact), so that each loop is a plain stream: with 2 workers one pass reads
+        both payloads and writes the floats once. Code c is trit c - 1, so the level is the sum minus N."""
+        shift, divisor = u32(2 * field), u32(3 ** field)
 
-    def field3(divisor: int):
-        @numba.njit(**fast)
-        def add(row, level):
-            for i in range(level.size):
-                level[i] += np.int16((row[i] // np.uint8(divisor)) % np.uint8(3))
-        return add
+        @numba.njit(**exact, inline="always")
+        def code(byte):
+            return np.float32(np.int32((u32(byte) // divisor) % u32(3) if base3 else (u32(byte) >> shift) & u32(3)))
 
-    @numba.njit(**exact)
-    def scale_out(level, out, scale_over_n, workers):
-        for i in range(level.size):
-            out[i] = np.float32(level[i] - workers) * scale_over_n
+        # one row per argument, sliced by the caller: rows taken from one 2-D array inside a kernel, or indexed
+        # with an offset (numba then checks each index for wrap-around), keep the loops from vectorizing
+        @numba.njit(**exact)
+        def pair(p0, p1, out, minus, scale):
+            for j in range(out.size):
+                out[j] = (code(p0[j]) + code(p1[j]) - minus) * scale
+
+        @numba.njit(**exact)
+        def add(row, out, minus, scale):
+            for j in range(out.size):
+                out[j] = (out[j] + code(row[j]) - minus) * scale
+
+        @numba.njit(**exact)
+        def single(row, out, minus, scale):
+            for j in range(out.size):
+                out[j] = (code(row[j]) - minus) * scale
+
+        def run(payloads, lo, out, scale_over_n):
+            """Workers 1 and 2: one pass. More: the first two, then one add per worker; the last subtracts N
+            and scales (x - 0 and x * 1 leave the running sum exact)."""
+            workers = payloads.shape[0]
+            rows = payloads[:, lo:lo + out.size]
+            n, zero, one = np.float32(workers), np.float32(0), np.float32(1)
+            if workers == 1:
+                return single(rows[0], out, n, scale_over_n)
+            if workers == 2:
+                return pair(rows[0], rows[1], out, n, scale_over_n)
+            pair(rows[0], rows[1], out, zero, one)
+            for w in range(2, workers - 1):
+                add(rows[w], out, zero, one)
+            add(rows[workers - 1], out, n, scale_over_n)
+        return run
 
     return {"stats": stats,
             "encode_2bit": tuple(run_kernel(k, False, False) for k in range(4)),
             "encode_base3": tuple(run_kernel(k, True, False) for k in range(5)),
             "count_2bit": tuple(run_kernel(k, False, True) for k in range(4)),
-            "count_base3": tuple(run_kernel(k, True, True) for k in range(5)), "add_field2": tuple(field2(2 * k) for k in range(4)),
-            "add_field3": tuple(field3(3 ** k) for k in range(5)), "scale_out": scale_out}
+            "count_base3": tuple(run_kernel(k, True, True) for k in range(5)),
+            "decode_2bit": tuple(decode_kernel(k, False) for k in range(4)),
+            "decode_base3": tuple(decode_kernel(k, True) for k in range(5))}
 
 
 def _parts(offsets: np.ndarray, m: int):
@@ -261,17 +293,9 @@ def _encode_numba(g: np.ndarray, offsets, bounds: np.ndarray, scales: np.ndarray
 
 def _decode_numba(payloads: np.ndarray, n: int, offsets, scales: np.ndarray, out: np.ndarray, packing: str) -> None:
     workers, m = payloads.shape
-    level = np.empty(m, dtype=np.int16)
+    kernels = _KERNELS["decode_" + packing]
     for t, k, a, b in _parts(offsets, m):
-        part = level[: b - a]
-        part[:] = 0
-        for w in range(workers):
-            row = payloads[w, a - k * m:b - k * m]
-            if packing == "base3":
-                _KERNELS["add_field3"][k](row, part)
-            else:
-                _KERNELS["add_field2"][k](row, part)
-        _KERNELS["scale_out"](part, out[a:b], np.float32(scales[t]) / np.float32(workers), workers)
+        kernels[k](payloads, a - k * m, out[a:b], np.float32(scales[t]) / np.float32(workers))
 
 
 _KERNELS = _compile()
@@ -313,6 +337,6 @@ class TernaryCodec:
         """The same trits unpacked (int8), for exchanges that cut the vector themselves (a parameter server)."""
         return trits_torch(flat, offsets, bounds, self.per_segment(scales, offsets.size - 1), keys)
 
-    def decode(self, payloads, n, offsets, shared) -> torch.Tensor:
-        """The average of the workers' payloads under the shared scalers."""
-        return decode_shared(payloads, n, offsets, self.per_segment(shared, offsets.size - 1), self.packing)
+    def decode(self, payloads, n, offsets, shared, out: torch.Tensor | None = None) -> torch.Tensor:
+        """The average of the workers' payloads under the shared scalers (into ``out`` where given)."""
+        return decode_shared(payloads, n, offsets, self.per_segment(shared, offsets.size - 1), self.packing, out)
