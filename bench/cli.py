@@ -9,6 +9,7 @@ from .config import ConfigError, RunConfig, parse_set, resolve
 from .perfmodel import command as model_command
 
 GRIDS_DIR = Path(__file__).resolve().parent / "grids"
+DATA_SETS = ("mnist", "fashion-mnist", "cifar10", "cifar10-jpeg")
 
 
 class BadInput(SystemExit):
@@ -89,6 +90,13 @@ def build_parser() -> Parser:
     report.add_argument("--out", default="results/report")
 
     model_command.add_parser(sub)
+
+    data = sub.add_parser("data", help="provision real data sets into the data root (local mirror, Debian's "
+                                       "package, download) and say which are there")
+    data.add_argument("names", nargs="*", metavar="NAME",
+                      help=f"data sets to provision (default: all of {', '.join(DATA_SETS)})")
+    data.add_argument("--data-root", default="data", help="where runs read data (default: %(default)s)")
+    data.add_argument("--quiet", action="store_true", help="print nothing; the exit status says it all")
 
     lst = sub.add_parser("list", help="tasks, methods or grids")
     lst.add_argument("what", choices=["tasks", "methods", "grids"])
@@ -327,6 +335,34 @@ def cmd_report(args) -> int:
     return 0
 
 
+def cmd_data(args) -> int:
+    """Exit 0 when every named data set is ready (with no names: always, after saying which are), 1 if not."""
+    from tasks.data import DataUnavailable, provisioners
+
+    unknown = [n for n in args.names if n not in DATA_SETS]
+    if unknown:
+        raise ConfigError(f"data set {unknown[0]!r}: not one commbench provisions; one of {', '.join(DATA_SETS)}")
+    missing = 0
+    for name in args.names or DATA_SETS:
+        if not args.quiet and sys.stderr.isatty():  # decoding cifar10-jpeg the first time takes ~20 s
+            print(f"{name}: provisioning in {args.data_root} ...", end="\r", file=sys.stderr, flush=True)
+        try:
+            found = provisioners()[name](Path(args.data_root))
+        except DataUnavailable as exc:
+            missing += 1
+            line = str(exc).splitlines()[0]
+            text = f"{name:14s} unavailable  {line[len(name) + 2:] if line.startswith(name + ':') else line}"
+        else:
+            found = found if isinstance(found, dict) else {"source": found}
+            checked = (f"; MD5 verified ({len(found['md5'])} files)" if found.get("verified") == "md5" and
+                       found.get("md5") else "")
+            stands = f"; stands in for {found['substitute_for']}" if found.get("substitute_for") else ""
+            text = f"{name:14s} ready        {found.get('source')}{checked}{stands}"
+        if not args.quiet:
+            print(text + " " * 8)
+    return 1 if missing and args.names else 0
+
+
 def cmd_list(args) -> int:
     if args.what == "tasks":
         from tasks import TASKS
@@ -351,7 +387,7 @@ def cmd_list(args) -> int:
 
 
 COMMANDS = {"run": cmd_run, "sweep": cmd_sweep, "status": cmd_status, "table": cmd_table, "plot": cmd_plot,
-            "report": cmd_report, "model": model_command.run, "list": cmd_list}
+            "report": cmd_report, "model": model_command.run, "data": cmd_data, "list": cmd_list}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import ClassVar
 
 from .base import Task
-from .data import load_cifar10, load_imagenet_folder, make_synthetic, provision_cifar10
+from .data import (load_cifar10, load_cifar10_jpeg, load_imagenet_folder, make_synthetic, provision_cifar10,
+                   provision_cifar10_jpeg)
 
 CIFAR10_TRAIN = 50_000          # the CIFAR-10 training split
 IMAGENET_TRAIN = 1_281_167      # ILSVRC-2012 training images
@@ -35,7 +36,7 @@ def decay_everything(model, weight_decay: float) -> dict[str, float]:
 
 class Cifar10Task(Task):
     paper_dataset = "cifar10"
-    datasets = ("cifar10", "synthetic")
+    datasets = ("cifar10", "cifar10-jpeg", "synthetic")  # cifar10-jpeg: the real images re-encoded, a stand-in
     augment: ClassVar[str]  # tasks.data CIFAR-10 augmentation mode
 
     def augment_for(self, variant: str) -> str:
@@ -50,11 +51,15 @@ class Cifar10Task(Task):
     def prepare_data(self, dataset, root: Path):
         if dataset == "cifar10":  # once, before the workers start, so that they do not all download it
             provision_cifar10(root)
+        elif dataset == "cifar10-jpeg":  # decoded once into the data root, before the workers start
+            provision_cifar10_jpeg(root)
 
     def load_data(self, dataset, root: Path, variant):
         if dataset == "synthetic":
             size = self.input_size(variant)
             return make_synthetic((3, size, size), 10, SYNTHETIC_TRAIN, SYNTHETIC_EVAL["cifar10"])
+        if dataset == "cifar10-jpeg":
+            return load_cifar10_jpeg(root, self.augment_for(variant))
         return load_cifar10(root, self.augment_for(variant))
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .base import Task
-from .data import load_mnist_format, make_synthetic, provision_fashion_mnist
+from .data import load_mnist_format, make_synthetic, provision_fashion_mnist, provision_mnist
 from .models import LeNet
 from .recipe import Cited, assumed, terngrad_official
 
@@ -71,6 +71,8 @@ class LeNetMNIST(Task):
     def prepare_data(self, dataset, root: Path):
         if dataset == "fashion-mnist":
             provision_fashion_mnist(root)
+        elif dataset == "mnist":  # once, before the workers start: mirror or download, then the MD5 check
+            provision_mnist(root)
 
     def load_data(self, dataset, root, variant):
         if dataset == "synthetic":

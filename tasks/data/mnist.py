@@ -1,24 +1,35 @@
 """MNIST and Fashion-MNIST through torchvision's datasets and their standard IDX files.
 
-MNIST is downloaded by torchvision when the machine is online. Fashion-MNIST, the same format with other
-pictures, is the offline stand-in: when ``<root>/FashionMNIST/raw`` lacks the files, they are provisioned
-from Debian's ``dataset-fashion-mnist`` package (or from ``.gz`` files placed in ``<root>``) by unpacking
-them where torchvision looks.
+MNIST is provisioned into ``<root>/MNIST/raw`` (where torchvision looks) from, in this order: files already
+there, the local mirror (``$COMMBENCH_DATA_MIRROR/mnist/*.gz``, :mod:`tasks.data.mirror`), or torchvision's
+download when the machine is online. Whatever the source, the four uncompressed files must have LeCun's
+canonical MD5s (a mismatch is an error naming the file), and ``PROVENANCE.json`` beside them keeps the source
+and the checksums for every record. Fashion-MNIST, the same format with other pictures, is the offline
+stand-in: when ``<root>/FashionMNIST/raw`` lacks the files, they are provisioned from Debian's
+``dataset-fashion-mnist`` package (or from ``.gz`` files placed in ``<root>``) by unpacking them there.
 """
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import shutil
 from pathlib import Path
 
 
 from .base import DataUnavailable, InMemoryData
+from .mirror import MIRROR_ENV as MIRROR_ENV_NAME, md5_of, mirror_folder, mirror_hint, stamp, write_json_atomic
 
 DEBIAN_FASHION_MNIST = Path("/usr/share/datasets/fashion-mnist")
 IDX_FILES = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
              "t10k-labels-idx1-ubyte")
 TRAIN_SIZE = 60_000
+# LeCun's MNIST, uncompressed (the values torchvision's own check and every MNIST mirror agree on)
+MNIST_MD5 = {"train-images-idx3-ubyte": "6bbc9ace898e44ae57da46a324031adb",
+             "train-labels-idx1-ubyte": "a25bea736e30d166cdddb491f175f624",
+             "t10k-images-idx3-ubyte": "2646ac647ad5339dbf082846283269ea",
+             "t10k-labels-idx1-ubyte": "27ae3e4e09519cfbb04c329615203637"}
+OFFLINE_HINT = "--dataset fashion-mnist is the offline stand-in"
 
 
 def _unpack(src: Path, dst: Path) -> None:
@@ -52,6 +63,63 @@ def provision_fashion_mnist(root: Path) -> str:
     )
 
 
+def _check_md5(raw: Path, verify: str) -> dict[str, str]:
+    """The four files' MD5s; with ``verify="md5"`` each must be the canonical one."""
+    sums = {name: md5_of(raw / name) for name in IDX_FILES}
+    if verify == "md5":
+        for name, md5 in sums.items():
+            if md5 != MNIST_MD5[name]:
+                raise DataUnavailable(f"mnist: {raw / name} has MD5 {md5}, not MNIST's {MNIST_MD5[name]} "
+                                      f"(a corrupted or different file: delete it and provision again)")
+    return sums
+
+
+def provision_mnist(root: Path, download: bool = True, verify: str = "md5") -> dict:
+    """Make sure ``<root>/MNIST/raw`` holds MNIST's four files with their canonical MD5s; return the provenance
+    (source, checksums). ``verify="structure"``: any files in the IDX format (tests write their own)."""
+    if verify not in ("md5", "structure"):
+        raise ValueError(f"verify={verify!r}: expected 'md5' or 'structure'")
+    raw = Path(root) / "MNIST" / "raw"
+    record = raw / "PROVENANCE.json"
+    files = [raw / f for f in IDX_FILES]
+    if all(p.exists() for p in files):
+        if record.exists():
+            known = json.loads(record.read_text())
+            if known.get("stamp") == stamp(files) and (verify == "structure" or known.get("verified") == "md5"):
+                return {k: v for k, v in known.items() if k != "stamp"}
+        source = f"files found in {raw}"
+    else:
+        mirror = mirror_folder("mnist")
+        if mirror is not None and all((mirror / f"{f}.gz").exists() for f in IDX_FILES):
+            raw.mkdir(parents=True, exist_ok=True)
+            for name in IDX_FILES:
+                _unpack(mirror / f"{name}.gz", raw / name)
+            source = f"local mirror {mirror} ({MIRROR_ENV_NAME})"
+        elif download:
+            from torchvision import datasets
+
+            try:
+                datasets.MNIST(str(root), train=True, download=True)
+            except Exception as exc:  # torchvision raises RuntimeError or URLError offline
+                why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                raise DataUnavailable(f"mnist: not in {raw}, no mirror ({mirror_hint('mnist')}) and the download "
+                                      f"failed ({why}); {OFFLINE_HINT}") from exc
+            source = "torchvision download (" + ", ".join(datasets.MNIST.mirrors) + ")"
+        else:
+            raise DataUnavailable(f"mnist: not in {raw}, no mirror ({mirror_hint('mnist')}) and downloading is "
+                                  f"off; {OFFLINE_HINT}")
+    try:
+        sums = _check_md5(raw, verify)
+    except DataUnavailable:
+        if not source.startswith("files found"):  # never leave files that failed the check where they look usable
+            for p in files:
+                p.unlink(missing_ok=True)
+        raise
+    provenance = {"source": source, "path": str(raw), "md5": sums, "verified": verify}
+    write_json_atomic(record, {**provenance, "stamp": stamp(files)})
+    return provenance
+
+
 def _scale(kind: str):
     if kind == "pm1":  # TernGrad's lenet_preprocessing: x/255 in [0,1], then (x - 0.5) * 2
         return lambda x: (x.float().unsqueeze(1) / 255.0 - 0.5) * 2.0
@@ -60,29 +128,30 @@ def _scale(kind: str):
     raise ValueError(f"unknown MNIST scaling {kind!r}")
 
 
-def load_mnist_format(name: str, root: Path, scaling: str = "pm1") -> InMemoryData:
+def load_mnist_format(name: str, root: Path, scaling: str = "pm1", *, download: bool = True,
+                      verify: str = "md5") -> InMemoryData:
     """``name`` is ``mnist`` or ``fashion-mnist``; evaluation uses the 10,000-image test split. No augmentation
-    (TernGrad's lenet_preprocessing has none): a sample's input is a fixed function of its pixels."""
+    (TernGrad's lenet_preprocessing has none): a sample's input is a fixed function of its pixels. ``verify``
+    (MNIST): ``md5`` (the canonical files) or ``structure`` (any IDX files: generated test data)."""
     from torchvision import datasets
 
     if name == "fashion-mnist":
-        origin = provision_fashion_mnist(root)
-        cls, download = datasets.FashionMNIST, False
+        known = {"source": provision_fashion_mnist(root)}
+        cls = datasets.FashionMNIST
     elif name == "mnist":
-        origin, cls, download = "torchvision download (yann.lecun.com mirrors)", datasets.MNIST, True
+        known, cls = provision_mnist(root, download, verify), datasets.MNIST
     else:
         raise ValueError(name)
     try:
-        train = cls(str(root), train=True, download=download)
-        test = cls(str(root), train=False, download=download)
-    except Exception as exc:  # torchvision raises RuntimeError or URLError offline
-        hint = " (offline? --dataset fashion-mnist is the offline stand-in)" if name == "mnist" else ""
-        raise DataUnavailable(f"{name}: not under {root} and could not be fetched: "
-                              f"{str(exc).splitlines()[0]}{hint}") from exc
+        train = cls(str(root), train=True, download=False)
+        test = cls(str(root), train=False, download=False)
+    except Exception as exc:  # torchvision raises RuntimeError on files it cannot read
+        raise DataUnavailable(f"{name}: the files under {root} could not be read: "
+                              f"{str(exc).splitlines()[0]}") from exc
     return InMemoryData(
         name=name, train_x=train.data, train_y=train.targets.long(), eval_x=test.data,
         eval_y=test.targets.long(), num_classes=10, transform=_scale(scaling), input_shape=(1, 28, 28),
-        provenance={"source": origin, "root": str(root), "path": train.raw_folder, "format": "IDX via torchvision",
+        provenance={"root": str(root), "path": train.raw_folder, **known, "format": "IDX via torchvision",
                     "eval_split": "test", "synthetic": False, "scaling": scaling,
                     "train_samples": len(train), "eval_samples": len(test)},
     )
