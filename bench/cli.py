@@ -359,7 +359,7 @@ def cmd_data(args) -> int:
             stands = f"; stands in for {found['substitute_for']}" if found.get("substitute_for") else ""
             text = f"{name:14s} ready        {found.get('source')}{checked}{stands}"
         if not args.quiet:
-            print(text + " " * 8)
+            print(text + (" " * 8 if sys.stderr.isatty() else ""))  # over the progress line
     return 1 if missing and args.names else 0
 
 
