@@ -11,7 +11,7 @@ from .resnet20_cifar10 import ResNet20CIFAR10
 from .resnet50_imagenet import ResNet50ImageNet
 from .vgg11_imagenet import VGG11ImageNet
 
-# CONTRACT.md's order.
+# the order of docs/contract.md.
 TASKS: dict[str, Task] = {t.name: t for t in (
     LeNetMNIST(), CifarNetCIFAR10(), AlexNetImageNet(), GoogLeNetImageNet(), ResNet20CIFAR10(),
     ResNet50ImageNet(), NiNImageNet(), VGG11ImageNet())}

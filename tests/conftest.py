@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tasks.data import provision_fashion_mnist
+from commbench.tasks.data import provision_fashion_mnist
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -21,5 +21,5 @@ def data_root(tmp_path_factory) -> Path:
 
 def commbench(*args: str, cwd: Path | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
     """The real command line, in a child process: exit codes and stderr as a user sees them."""
-    return subprocess.run([sys.executable, "-m", "bench", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "commbench", *args], capture_output=True, text=True,
                           cwd=cwd or REPO, timeout=timeout)

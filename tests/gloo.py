@@ -9,7 +9,7 @@ import pytest
 import torch
 import torch.multiprocessing as mp
 
-from bench.launch.local import free_port
+from commbench.methods.comm.dist import free_port
 
 
 class _BytesQueue:

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import torch
 
-from methods import Worker
-from methods.baseline import Baseline
-from methods.comm import SimCommunicator
+from commbench.methods import Worker
+from commbench.methods.baseline import Baseline
+from commbench.methods.comm import SimCommunicator
 
 
 def make_workers(n):

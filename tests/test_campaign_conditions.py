@@ -7,9 +7,9 @@ import dataclasses
 
 import pytest
 
-from bench.grid import expand, load_grid
-from bench.papers.conditions import condition_markers, describe_shape, schedule_shape
-from bench.papers.reference import Reference
+from commbench.config.grid import expand, load_grid
+from commbench.analysis.papers.conditions import condition_markers, describe_shape, schedule_shape
+from commbench.analysis.papers.reference import Reference
 
 from .conftest import REPO
 

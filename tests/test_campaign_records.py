@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.grid import expand, load_grid
+from commbench.config.grid import expand, load_grid
 
 REPO = Path(__file__).resolve().parents[1]
 RECORDS = sorted((REPO / "results" / "campaign" / "runs").glob("*.json"))

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from bench.checkpoint import Checkpoints, stop_signals
-from bench.config import resolve
-from bench.train import train
-from methods.comm import SimCommunicator
+from commbench.run.checkpoint import Checkpoints, stop_signals
+from commbench.config import resolve
+from commbench.run.train import train
+from commbench.methods.comm import SimCommunicator
 
 from .conftest import REPO, commbench
 
@@ -130,7 +130,7 @@ def test_cli_run_stopped_by_sigusr2_leaves_a_failed_record_and_the_same_command_
     out = tmp_path / "stopped"
     log = tmp_path / "stderr.log"
     with open(log, "w") as err:  # progress lines every second while not on a terminal
-        proc = subprocess.Popen([sys.executable, "-m", "bench", *args, "--out", str(out),
+        proc = subprocess.Popen([sys.executable, "-m", "commbench", *args, "--out", str(out),
                                  "--set", "step_sleep_s=0.1"], cwd=REPO, stdout=subprocess.PIPE, stderr=err,
                                 text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         _signal_when_started(proc, log)

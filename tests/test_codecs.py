@@ -5,11 +5,11 @@ import pytest
 import numpy as np
 import torch
 
-from methods.codecs import sparse
-from methods.codecs.bits import TRIT_PACKINGS, pack_bits, unpack_bits
-from methods.codecs import fused_ternary as fused
-from methods.codecs.ternary import mix_seed
-from methods.threshold import select
+from commbench.methods.codecs import sparse
+from commbench.methods.codecs.bits import TRIT_PACKINGS, pack_bits, unpack_bits
+from commbench.methods.codecs import fused_ternary as fused
+from commbench.methods.codecs.ternary import mix_seed
+from commbench.methods.threshold import select
 
 SIZES = [1, 2, 3, 4, 5, 7, 8, 9, 31, 33, 1000]
 INF = torch.tensor([float("inf")])
@@ -224,7 +224,7 @@ def test_paper_accounting_counts_values_only():
 def test_the_fused_threshold_pass_is_select_bit_for_bit(kind, threshold):
     """One fused pass (accumulate, select, subtract what is sent) against select() and its bookkeeping: the same
     residual, the same elements, the same payload."""
-    from methods.codecs.fused_threshold import select_into
+    from commbench.methods.codecs.fused_threshold import select_into
 
     g = torch.Generator().manual_seed(5)
     acc = torch.randn(50_000, generator=g, dtype=torch.float64) * 1e-3

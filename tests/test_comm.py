@@ -7,7 +7,7 @@ import traceback
 import pytest
 import torch
 
-from methods.comm import SimCommunicator, make_dist_communicator
+from commbench.methods.comm import SimCommunicator, make_dist_communicator
 
 from .gloo import spawn
 

@@ -6,10 +6,10 @@ import json
 import pytest
 import torch
 
-from methods import METHODS, Worker
-from methods.comm import SimCommunicator
-from methods.terngrad import TernGrad, TernGradParams
-from methods.threshold import WGT, ThresholdParams
+from commbench.methods import METHODS, Worker
+from commbench.methods.comm import SimCommunicator
+from commbench.methods.terngrad import TernGrad, TernGradParams
+from commbench.methods.threshold import WGT, ThresholdParams
 
 from .conftest import commbench
 
@@ -61,8 +61,8 @@ def test_without_scaler_sharing_the_bound_does_not_hold():
 def test_terngrad_counts_the_zero_trits_of_its_largest_tensor():
     """Figure 4(c)'s sparsity: every worker's zero trits in the largest tensor (fc.weight here), counted again
     by ternarizing that tensor alone from the same (seed, step, tensor) stream."""
-    from methods.codecs import fused_ternary as fused
-    from methods.codecs.ternary import mix_seed
+    from commbench.methods.codecs import fused_ternary as fused
+    from commbench.methods.codecs.ternary import mix_seed
 
     n, params, gs = 3, TernGradParams(wd_in_grad=False, scaler_sharing=False), grads(3, seed=4)
     _, comm = averaged(TernGrad, params, n, gs, step=7)
@@ -161,8 +161,8 @@ def test_every_method_is_registered():
 
 def sim_run(method: str, steps: int = 10, **params) -> dict:
     """A short in-process LeNet run on synthetic data; returns its metrics."""
-    from bench.config import resolve
-    from bench.train import train
+    from commbench.config import resolve
+    from commbench.run.train import train
 
     settings = {"task": "lenet-mnist", "method": method, "dataset": "synthetic", "workers": 2, "backend": "sim",
                 "steps": steps, "eval.every": steps, **{f"method.{k}": v for k, v in params.items()}}

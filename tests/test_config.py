@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from bench.config import ConfigError, parse_set, resolve
-from bench.grid import expand, load_grid
+from commbench.config import ConfigError, parse_set, resolve
+from commbench.config.grid import expand, load_grid
 
 
 def lenet(**kw):
@@ -106,8 +106,8 @@ exclude: [{workers: 4, seed: 2}]
 def test_method_param_axis_applies_only_to_methods_that_have_it(tmp_path, monkeypatch):
     from dataclasses import dataclass
 
-    import methods
-    from methods.baseline import Baseline
+    import commbench.methods as methods
+    from commbench.methods.baseline import Baseline
 
     @dataclass(frozen=True)
     class P:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from tasks.data import DataUnavailable, load_mnist_format, make_synthetic, provision_fashion_mnist
+from commbench.tasks.data import DataUnavailable, load_mnist_format, make_synthetic, provision_fashion_mnist
 
 
 def write_idx(path, array: np.ndarray, compress: bool) -> None:
@@ -55,7 +55,7 @@ def test_mnist_reads_torchvision_layout_without_download(tmp_path):
 
 
 def test_missing_fashion_mnist_says_how_to_get_it(tmp_path, monkeypatch):
-    import tasks.data.mnist as mnist
+    import commbench.tasks.data.mnist as mnist
 
     monkeypatch.setattr(mnist, "DEBIAN_FASHION_MNIST", tmp_path / "nowhere")
     with pytest.raises(DataUnavailable, match="dataset-fashion-mnist"):

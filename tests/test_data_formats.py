@@ -11,11 +11,11 @@ import pytest
 import torch
 from PIL import Image
 
-from tasks.data import (DataUnavailable, load_cifar10, load_imagenet_folder, load_mnist_format, make_synthetic,
+from commbench.tasks.data import (DataUnavailable, load_cifar10, load_imagenet_folder, load_mnist_format, make_synthetic,
                         provision_fashion_mnist)
-from tasks.data.cifar10 import RESNET28_MEAN, RESNET28_STD, RESNET32_MEAN, RESNET32_STD
-from tasks.data.imagenet import CAFFE_MEAN_RGB
-from tasks.data.rng import sample_uniforms
+from commbench.tasks.data.cifar10 import RESNET28_MEAN, RESNET28_STD, RESNET32_MEAN, RESNET32_STD
+from commbench.tasks.data.imagenet import CAFFE_MEAN_RGB
+from commbench.tasks.data.rng import sample_uniforms
 
 from .test_data import fake_mnist
 
@@ -350,7 +350,7 @@ def test_loader_workers_give_the_same_batches(folder):
 
 
 def test_loader_workers_env_var(folder, monkeypatch):
-    from tasks.data import loader_workers
+    from commbench.tasks.data import loader_workers
 
     monkeypatch.setenv("COMMBENCH_LOADER_WORKERS", "0")
     assert loader_workers() == 0

@@ -16,13 +16,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from methods import Worker
-from methods.comm import SimCommunicator
-from methods.ddp_hooks import TernGradHookState, ThresholdHookState, terngrad_hook, threshold_hook
-from methods.terngrad import TernGrad, TernGradParams
-from methods.threshold import BGT, QGT, WGT, ThresholdParams
-from tasks.data import make_synthetic
-from tasks.models import LeNet
+from commbench.methods import Worker
+from commbench.methods.comm import SimCommunicator
+from commbench.methods.ddp_hooks import TernGradHookState, ThresholdHookState, terngrad_hook, threshold_hook
+from commbench.methods.terngrad import TernGrad, TernGradParams
+from commbench.methods.threshold import BGT, QGT, WGT, ThresholdParams
+from commbench.tasks.data import make_synthetic
+from commbench.tasks.models import LeNet
 
 from .gloo import spawn
 

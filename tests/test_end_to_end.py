@@ -71,7 +71,7 @@ def test_under_torchrun_rank0_writes_the_record(tmp_path):
 
     from .conftest import REPO
 
-    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "-m", "bench",
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "-m", "commbench",
                            "run", "--task", "lenet-mnist", "--dataset", "synthetic", "--method", "baseline",
                            "--workers", "2", "--steps", "10", "--quiet", "--out", str(tmp_path)],
                           capture_output=True, text=True, cwd=REPO, timeout=300)

@@ -68,7 +68,7 @@ def long_runs():
 
 
 def start_long_run(out: Path, *extra: str) -> tuple[subprocess.Popen, list[str]]:
-    proc = subprocess.Popen([sys.executable, "-m", "bench", "run", "--task", "lenet-mnist", "--dataset",
+    proc = subprocess.Popen([sys.executable, "-m", "commbench", "run", "--task", "lenet-mnist", "--dataset",
                              "synthetic", "--method", "baseline", "--workers", "2", "--steps", "100000",
                              "--out", str(out), *extra], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, preexec_fn=default_sigint)

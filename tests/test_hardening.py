@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from bench.config import resolve
+from commbench.config import resolve
 
 from .conftest import REPO, commbench
 
@@ -89,7 +89,7 @@ def processes_with(text: str) -> list[int]:
 
 def start_dist_run(out: Path, tmp: Path) -> subprocess.Popen:
     env = {**os.environ, "TMPDIR": str(tmp)}
-    return subprocess.Popen([sys.executable, "-m", "bench", "run", "--task", "lenet-mnist", "--dataset", "synthetic",
+    return subprocess.Popen([sys.executable, "-m", "commbench", "run", "--task", "lenet-mnist", "--dataset", "synthetic",
                              "--method", "baseline", "--workers", "2", "--steps", "100000", "--quiet", "--out",
                              str(out)], cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
@@ -135,7 +135,7 @@ def test_stale_run_folders_of_killed_launchers_are_removed_at_the_next_start(tmp
     live = tmp / "commbench-someone-elses"  # a folder whose owner lives is left alone
     live.mkdir()
     (live / "launcher.json").write_text(json.dumps({"pid": os.getpid(), "pid_started": None}))
-    proc = subprocess.run([sys.executable, "-m", "bench", "run", "--task", "lenet-mnist", "--dataset", "synthetic",
+    proc = subprocess.run([sys.executable, "-m", "commbench", "run", "--task", "lenet-mnist", "--dataset", "synthetic",
                            "--method", "baseline", "--workers", "2", "--steps", "2", "--quiet", "--out",
                            str(tmp_path / "out2")], cwd=REPO, env={**os.environ, "TMPDIR": str(tmp)},
                           capture_output=True, text=True, timeout=300)
@@ -147,7 +147,7 @@ def test_sigterm_records_the_stop_and_leaves_nothing_behind(tmp_path):
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-m", "bench", "run", "--task", "lenet-mnist", "--dataset", "synthetic",
+    proc = subprocess.Popen([sys.executable, "-m", "commbench", "run", "--task", "lenet-mnist", "--dataset", "synthetic",
                              "--method", "baseline", "--workers", "2", "--steps", "100000", "--out", str(out)],
                             cwd=REPO, env={**os.environ, "TMPDIR": str(tmp)}, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
@@ -279,7 +279,7 @@ def test_a_grid_name_with_a_newline_cannot_reach_a_batch_script(tmp_path):
 
 
 def test_job_notes_with_unsafe_ids_are_skipped(tmp_path):
-    from bench.launch.queue import jobs_dir, submissions
+    from commbench.launch.queue import jobs_dir, submissions
 
     folder = jobs_dir(tmp_path)
     folder.mkdir(parents=True)
@@ -290,8 +290,8 @@ def test_job_notes_with_unsafe_ids_are_skipped(tmp_path):
 
 
 def test_a_profile_line_with_a_newline_is_refused(tmp_path):
-    from bench.config import ConfigError
-    from bench.launch.profile import load_profile
+    from commbench.config import ConfigError
+    from commbench.launch.profile import load_profile
 
     profile = tmp_path / "p.yaml"
     profile.write_text('partition: "cpu\\n#SBATCH --uid=0"\n')

@@ -9,9 +9,9 @@ import pytest
 import torch
 from torch import nn
 
-from tasks.models import AlexNetBN, CifarNet, GoogLeNetBN, NiN, resnet20, resnet50, vgg11
-from tasks.models._tf import BatchNormNoScale, SamePad2d, conv_same, max_pool_same, same_padding, tf_lrn
-from tasks.models.resnet_cifar import VARIANTS
+from commbench.tasks.models import AlexNetBN, CifarNet, GoogLeNetBN, NiN, resnet20, resnet50, vgg11
+from commbench.tasks.models._tf import BatchNormNoScale, SamePad2d, conv_same, max_pool_same, same_padding, tf_lrn
+from commbench.tasks.models.resnet_cifar import VARIANTS
 
 MODELS_DIR = Path(__file__).resolve().parent.parent / "tasks" / "models"
 

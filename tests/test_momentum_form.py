@@ -4,9 +4,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from bench.config import resolve
-from bench.optim import LrInsideMomentum, make_optimizer
-from methods.ps import ServerShard, Piece
+from commbench.config import resolve
+from commbench.run.optim import LrInsideMomentum, make_optimizer
+from commbench.methods.ps import ServerShard, Piece
 
 # m = 0.9, g = 1 every step, lr 0.1, 0.1, then 0.01; w starts at 0.
 #   lr outside (torch, TF): buf = m buf + g; w -= lr buf    -> buf 1, 1.9, 2.71;  w -0.1, -0.29, -0.3171

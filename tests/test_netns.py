@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from bench import cli
-from bench.launch import netns
-from bench.launch.netns import STATE_DIR, cleanup_stale, emulated_network
+from commbench import cli
+from commbench.launch import netns
+from commbench.launch.netns import STATE_DIR, cleanup_stale, emulated_network
 
 from .conftest import REPO, commbench
 
@@ -145,7 +145,7 @@ def worker_pids(name: str) -> list[int]:
     """The training workers in the namespace: not the short-lived ``ip``/``tc`` processes that build it."""
     def is_worker(pid: int) -> bool:
         try:
-            return b"bench.worker" in Path(f"/proc/{pid}/cmdline").read_bytes()
+            return b"commbench.run.worker" in Path(f"/proc/{pid}/cmdline").read_bytes()
         except OSError:
             return False
     return [p for p in netns_pids(name) if is_worker(p)]
@@ -172,7 +172,7 @@ def long_run(can_netns, tmp_path):
     namespaces: (process, its network's name, the workers' pids, out). Killed and cleaned up after the test."""
     before = ours()
     out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-m", "bench", *TINY, "--method", "baseline", "--steps", "5000",
+    proc = subprocess.Popen([sys.executable, "-m", "commbench", *TINY, "--method", "baseline", "--steps", "5000",
                              "--set", "step_sleep_s=0.2", "--net", "1gbit", "--out", str(out)],
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONFAULTHANDLER": "1"},  # SIGABRT prints where it is
@@ -263,7 +263,7 @@ def test_net_needs_ip_and_tc(tmp_path, capsys, monkeypatch):
 def test_net_as_another_user_exits_2(tmp_path):
     out = tmp_path / "out"
     proc = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-m",
-                           "bench", *TINY, "--method", "baseline", "--net", "1gbit", "--out", str(out)],
+                           "commbench", *TINY, "--method", "baseline", "--net", "1gbit", "--out", str(out)],
                           cwd=REPO, capture_output=True, text=True, timeout=120, env={**os.environ, "HOME": "/"})
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
@@ -293,7 +293,7 @@ def test_net_refused_with_slurm(tmp_path, capsys):
 
 
 def test_net_is_in_the_run_id_only_when_set():
-    from bench.config import resolve, run_id_of
+    from commbench.config import resolve, run_id_of
 
     base = {"task": "lenet-mnist", "method": "baseline", "workers": 2}
     plain, slow, fast = resolve(base), resolve({**base, "net": "100mbit"}), resolve({**base, "net": "1GBIT"})

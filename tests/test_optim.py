@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from bench.optim import EMA, lr_at, make_optimizer
+from commbench.run.optim import EMA, lr_at, make_optimizer
 
 
 def sched(kind, **kw):

@@ -8,8 +8,8 @@ import json
 import pytest
 import torch
 
-from bench.config import resolve
-from methods.buckets import MIB, BucketTracker, bucket_layout
+from commbench.config import resolve
+from commbench.methods.buckets import MIB, BucketTracker, bucket_layout
 
 from .conftest import commbench
 

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from bench.config import ConfigError, resolve
-from bench.papers.reference import COLUMNS, load_references
-from bench.papers.tables import build, render, rows
-from bench.records import SCHEMA_VERSION
-from methods import METHODS
+from commbench.config import ConfigError, resolve
+from commbench.analysis.papers.reference import COLUMNS, load_references
+from commbench.analysis.papers.tables import build, render, rows
+from commbench.store.records import SCHEMA_VERSION
+from commbench.methods import METHODS
 
 from .conftest import commbench
 

@@ -8,11 +8,14 @@ import random
 
 import pytest
 
-from bench.cli import Parser
-from bench.config import ConfigError
-from bench.perfmodel import alphabeta, command, ssdsgd, terngrad
-from bench.perfmodel import gradient_bytes as gb
-from bench.perfmodel.terngrad import Cluster
+from commbench.cli import Parser
+from commbench.config import ConfigError
+from commbench.analysis.perfmodel import alphabeta
+from commbench.cli import model as command
+from commbench.analysis.perfmodel import ssdsgd
+from commbench.analysis.perfmodel import terngrad
+from commbench.analysis.perfmodel import gradient_bytes as gb
+from commbench.analysis.perfmodel.terngrad import Cluster
 
 
 def approx(x):
@@ -197,7 +200,7 @@ def test_measure_rejects_bad_input():
 
 # -- bytes from the ledger -----------------------------------------------------------------------------------
 def test_lenet_baseline_and_terngrad_bytes():
-    from tasks import TASKS
+    from commbench.tasks import TASKS
 
     n = TASKS["lenet-mnist"].parameter_count()
     assert n == 1_256_080

@@ -10,10 +10,10 @@ import pytest
 import torch
 import torch.nn as nn
 
-from methods import Worker
-from methods.comm import SimCommunicator, make_dist_communicator
-from methods.lowprec import BF16, FP16
-from methods.powersgd import PowerSGD, PowerSGDParams
+from commbench.methods import Worker
+from commbench.methods.comm import SimCommunicator, make_dist_communicator
+from commbench.methods.lowprec import BF16, FP16
+from commbench.methods.powersgd import PowerSGD, PowerSGDParams
 
 from .gloo import spawn
 

@@ -17,10 +17,10 @@ import pytest
 import torch
 from PIL import Image
 
-import tasks.data.cifar10_jpeg as jpeg
-import tasks.data.mnist as mnist
-from tasks.data import DataUnavailable, load_cifar10_jpeg, load_mnist_format, provision_mnist
-from tasks.data.mirror import MIRROR_ENV, md5_of
+import commbench.tasks.data.cifar10_jpeg as jpeg
+import commbench.tasks.data.mnist as mnist
+from commbench.tasks.data import DataUnavailable, load_cifar10_jpeg, load_mnist_format, provision_mnist
+from commbench.tasks.data.mirror import MIRROR_ENV, md5_of
 
 from .conftest import commbench
 from .test_data import fake_mnist

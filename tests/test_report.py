@@ -6,9 +6,9 @@ import shutil
 
 import pytest
 
-from bench import report
-from bench.plots import plot_all
-from bench.report import Block, write_report
+from commbench.analysis import report
+from commbench.analysis.plots import plot_all
+from commbench.analysis.report import Block, write_report
 
 from .conftest import commbench
 from .test_paper_tables import write_record
@@ -106,7 +106,7 @@ def test_plot_and_report_commands(tmp_path):
 
 
 def test_emulated_network_runs_sit_beside_the_model_prediction(tmp_path):
-    from bench.perfmodel.measured import comparison
+    from commbench.analysis.perfmodel.measured import comparison
 
     root = tmp_path / "results"
 
@@ -143,7 +143,7 @@ def test_a_parameter_server_run_is_priced_by_its_busiest_links(tmp_path):
     """SSD-SGD through one server: 2 workers push 1.0e9 B and pull 0.5e9 B in 4 steps, so the server's link
     carries 1.5e9 B against 0.75e9 B on each worker's; at 1gbit (1.25e8 B/s) that is 3 s a step, plus the
     1-worker run's 0.5 s of compute."""
-    from bench.perfmodel.measured import comparison
+    from commbench.analysis.perfmodel.measured import comparison
 
     root = tmp_path / "results"
     write_record(root, "one", task="alexnet-imagenet", method="ssdsgd", workers=1, steps=4, bytes_sent=0)

@@ -129,10 +129,12 @@ def test_a_sweep_goes_out_as_one_array_and_a_second_submission_sends_nothing(tmp
 
 def test_jobs_run_the_code_as_submitted(tmp_path):
     """The snapshot is a copy: editing the checkout after submitting does not change what the job runs."""
-    from bench.launch.snapshot import snapshot_code
+    from commbench.launch.snapshot import snapshot_code
 
     code = snapshot_code(tmp_path / "code")
-    assert (code.path / "bench" / "runner.py").read_bytes() == (REPO / "bench" / "runner.py").read_bytes()
+    runner = "launch/runner.py"
+    assert (code.path / "commbench" / runner).read_bytes() == (REPO / "bench" / runner).read_bytes()
+    assert (code.path / "commbench" / "methods" / "base.py").exists()  # laid out as the installed package
     assert not (code.path / "results").exists() and not (code.path / ".venv").exists()
     assert snapshot_code(tmp_path / "code").path == code.path  # the same code: one copy
 
@@ -178,7 +180,7 @@ def test_a_cancelled_job_leaves_a_failed_record_saying_cancelled_and_the_waiting
                                                "step_sleep_s": 0.5})
     out = tmp_path / "out"
     [run_id] = dry_run_ids(grid)
-    waiting = subprocess.Popen([sys.executable, "-m", "bench", "sweep", str(grid), "--launcher", "slurm", "--out",
+    waiting = subprocess.Popen([sys.executable, "-m", "commbench", "sweep", str(grid), "--launcher", "slurm", "--out",
                                 str(out), "--wait", "--quiet"], cwd=REPO, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
     try:

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from bench.config import ConfigError, resolve
-from bench.launch.profile import load_profile, run_shape, sbatch_script
-from bench.launch.slurm import setup_lines
-from bench.launch.snapshot import CodeSnapshot
+from commbench.config import ConfigError, resolve
+from commbench.launch.profile import load_profile, run_shape, sbatch_script
+from commbench.launch.slurm import setup_lines
+from commbench.launch.snapshot import CodeSnapshot
 
 GOLDEN = Path(__file__).parent / "golden" / "sbatch-example-gpu-2x4.sh"
 CODE = CodeSnapshot(Path("/scratch/sweeps/out/slurm/code/0123456789ab"), "0123456789abcdef0123456789abcdef01234567",

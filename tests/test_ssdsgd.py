@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from bench.config import resolve
-from bench.runner import execute
-from methods import Worker
-from methods.baseline import Baseline, BaselineParams
-from methods.comm import SimCommunicator
-from methods.ps import shard
-from methods.ssdsgd import SSDSGD, SSDSGDParams, glu_grad_sync, pulls_at
+from commbench.config import resolve
+from commbench.launch.runner import execute
+from commbench.methods import Worker
+from commbench.methods.baseline import Baseline, BaselineParams
+from commbench.methods.comm import SimCommunicator
+from commbench.methods.ps import shard
+from commbench.methods.ssdsgd import SSDSGD, SSDSGDParams, glu_grad_sync, pulls_at
 
 from .conftest import commbench
 
@@ -253,7 +253,7 @@ def test_delay_changes_the_run(data_root, tmp_path, settings):
 
 def test_the_method_version_enters_the_run_id():
     """SSD-SGD's computation changed (version 2): its runs must not match version-1 records as done."""
-    from bench.config import run_id_of
+    from commbench.config import run_id_of
 
     cfg = resolve({"task": "lenet-mnist", "method": "ssdsgd", "dataset": "fashion-mnist"})
     assert cfg.method_version == SSDSGD.version == 2

@@ -15,9 +15,9 @@ import traceback
 import pytest
 import torch
 
-from methods import Worker
-from methods.comm import SimCommunicator, make_dist_communicator
-from methods.ssdsgd import SSDSGD, SSDSGDParams
+from commbench.methods import Worker
+from commbench.methods.comm import SimCommunicator, make_dist_communicator
+from commbench.methods.ssdsgd import SSDSGD, SSDSGDParams
 
 from .gloo import spawn
 

@@ -5,8 +5,8 @@ import json
 
 import pandas as pd
 
-from bench.records import make_record, write_record
-from bench.table import comparison, records_frame, render
+from commbench.store.records import make_record, write_record
+from commbench.analysis.table import comparison, records_frame, render
 
 from .conftest import commbench
 

@@ -44,8 +44,8 @@ def test_status_lists_what_is_left_of_a_grid(tmp_path):
 
 def test_status_of_a_grid_shows_only_that_grid(tmp_path):
     """Records of other runs in the same folder are not the grid's: they are neither listed nor counted."""
-    from bench.grid import expand, load_grid
-    from bench.records import make_record, write_record
+    from commbench.config.grid import expand, load_grid
+    from commbench.store.records import make_record, write_record
 
     runs = expand(load_grid(GRID))
     mine, other = runs[0], {"task": "lenet-mnist", "method": "baseline", "workers": 3}
@@ -65,8 +65,8 @@ def test_list_grids_includes_the_campaign_grids():
 
 
 def test_a_tied_axis_moves_its_settings_together(tmp_path):
-    from bench.config import ConfigError
-    from bench.grid import expand, load_grid
+    from commbench.config import ConfigError
+    from commbench.config.grid import expand, load_grid
 
     grid = tmp_path / "tied.yaml"
     grid.write_text("base: {task: lenet-mnist, method: baseline, dataset: synthetic}\n"

@@ -1,12 +1,12 @@
-"""Every task of CONTRACT.md: listed with its parameter count, recipes that cite their sources, and a few
+"""Every task of docs/contract.md: listed with its parameter count, recipes that cite their sources, and a few
 steps of training on synthetic data with the baseline and TernGrad (sim, 2 workers)."""
 from __future__ import annotations
 
 import pytest
 
-from bench.config import resolve
-from bench.runner import execute
-from tasks import TASKS
+from commbench.config import resolve
+from commbench.launch.runner import execute
+from commbench.tasks import TASKS
 
 from .conftest import commbench
 

@@ -8,10 +8,10 @@ import traceback
 import pytest
 import torch
 
-from methods import Worker
-from methods.codecs.bits import TRIT_PACKINGS, level_bits
-from methods.comm import SimCommunicator, make_dist_communicator
-from methods.terngrad import TernGrad, TernGradParams
+from commbench.methods import Worker
+from commbench.methods.codecs.bits import TRIT_PACKINGS, level_bits
+from commbench.methods.comm import SimCommunicator, make_dist_communicator
+from commbench.methods.terngrad import TernGrad, TernGradParams
 
 from .gloo import spawn
 
@@ -140,8 +140,8 @@ def test_the_average_is_the_integer_level_times_s_over_n_and_old_versions_do_not
     """level x (s / N), s / N rounded once per tensor: what the fused decoder and mean_of_levels both compute.
     Versions 1 and 2 drew their trits from torch's generator, version 3's clipping bound could differ in its last
     bit: none of their records computes what version 4 does."""
-    from methods.codecs import fused_ternary as fused
-    from methods.terngrad import mean_of_levels
+    from commbench.methods.codecs import fused_ternary as fused
+    from commbench.methods.terngrad import mean_of_levels
 
     g = torch.Generator().manual_seed(3)
     trits = [torch.randint(-1, 2, (1000,), generator=g, dtype=torch.int8) for _ in range(3)]

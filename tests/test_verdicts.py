@@ -5,10 +5,10 @@ import dataclasses
 
 import pytest
 
-from bench.papers.reference import Reference
-from bench.papers.reproduce import Cell
-from bench.papers.tables import render, rows
-from bench.papers.verdicts import MISSING, NOT_REPRODUCED, REPRODUCED, UNTESTABLE, judge
+from commbench.analysis.papers.reference import Reference
+from commbench.analysis.papers.reproduce import Cell
+from commbench.analysis.papers.tables import render, rows
+from commbench.analysis.papers.verdicts import MISSING, NOT_REPRODUCED, REPRODUCED, UNTESTABLE, judge
 
 from .conftest import commbench
 

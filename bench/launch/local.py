@@ -11,7 +11,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -20,10 +19,11 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from ..config import RunConfig
-from ..train import Outcome, server_count
-from ..worker import LAUNCHER_ENV
-from . import owner
+from commbench.config import RunConfig
+from commbench.run.train import Outcome, server_count
+from commbench.methods.comm.dist import free_port
+from commbench.run.worker import LAUNCHER_ENV
+from commbench.launch import owner
 
 
 RUN_DIR_PREFIX = "commbench-"  # the launcher's temporary folder of a run: its config, progress and result
@@ -48,12 +48,6 @@ def remove_stale_run_dirs(tmp: Path | None = None) -> list[Path]:
             shutil.rmtree(folder, ignore_errors=True)
             removed.append(folder)
     return removed
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _last_line(log: Path) -> str:
@@ -87,7 +81,7 @@ def launch_local(cfg: RunConfig, log_dir: Path, report: Callable[[int, int, floa
         (run / OWNER_FILE).write_text(json.dumps(owner.me()))
         net = None
         if cfg.net:
-            from .netns import emulated_network
+            from commbench.launch.netns import emulated_network
 
             net = stack.enter_context(emulated_network(total, cfg.net))
         (run / "config.json").write_text(json.dumps({
@@ -111,7 +105,7 @@ def launch_local(cfg: RunConfig, log_dir: Path, report: Callable[[int, int, floa
             for rank in range(total):
                 log = log_dir / (f"rank{rank}.log" if rank < cfg.workers else f"server{rank - cfg.workers}.log")
                 logs.append(log)
-                command = [sys.executable, "-m", "bench.worker", str(run)]
+                command = [sys.executable, "-m", "commbench.run.worker", str(run)]
                 with open(log, "w") as fh:
                     procs.append(subprocess.Popen(
                         net.exec_prefix(rank) + command if net else command, stdout=fh, stderr=subprocess.STDOUT,
@@ -141,7 +135,7 @@ def launch_local(cfg: RunConfig, log_dir: Path, report: Callable[[int, int, floa
 
 @contextlib.contextmanager
 def _forward_stop_signals(procs):
-    from ..checkpoint import STOP_SIGNALS
+    from commbench.run.checkpoint import STOP_SIGNALS
 
     def forward(signum, _frame):
         for p in procs:

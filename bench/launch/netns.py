@@ -13,7 +13,7 @@ host's own namespace gets no link, address or route)::
     tc -n cb7-0  qdisc add dev eth0 root tbf rate RATE burst B latency L   rank 0 -> bridge
     tc -n cb7-br qdisc add dev v0   root tbf rate RATE burst B latency L   bridge -> rank 0
 
-The launcher starts rank r as ``ip netns exec cb7-r python -m bench.worker ...`` (iproute2 execs the command,
+The launcher starts rank r as ``ip netns exec cb7-r python -m commbench.run.worker ...`` (iproute2 execs the command,
 so the pid is the worker's) with MASTER_ADDR = 10.213.7.1 and GLOO_SOCKET_IFNAME = eth0 (the host name may
 resolve to 127.0.0.1, which inside a namespace is the namespace's own loopback). There is no delay or loss
 emulation (netem is not used): only the rate.
@@ -39,8 +39,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from ..config import ConfigError, net_rate_bits
-from .owner import Terminated, alive, start_time, unwind_on_sigterm  # noqa: F401 (Terminated: for callers)
+from commbench.config import ConfigError, net_rate_bits
+from commbench.launch.owner import Terminated, alive, start_time, unwind_on_sigterm  # noqa: F401 (Terminated: for callers)
 
 STATE_DIR = Path("/run/commbench-netns")
 PREFIX = "cb"

@@ -15,8 +15,8 @@ from typing import Any, Mapping
 
 import yaml
 
-from ..config import ConfigError, RunConfig, load_yaml
-from ..provenance import SOURCE_ROOT
+from commbench.config import ConfigError, RunConfig, load_yaml
+from commbench.store.provenance import SOURCE_ROOT
 
 PROFILES_DIR = SOURCE_ROOT / "slurm" / "profiles"
 
@@ -129,7 +129,7 @@ class Shape:
 
 
 def processes(cfg: RunConfig) -> int:
-    from ..train import server_count
+    from commbench.run.train import server_count
 
     return cfg.workers + server_count(cfg) if cfg.backend == "dist" else 1
 

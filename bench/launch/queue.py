@@ -16,7 +16,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..records import (EMPTY_METRICS, SAFE_NAME, atomic_write, check_name, make_record, read_or_set_aside,
+from commbench.store.records import (EMPTY_METRICS, SAFE_NAME, atomic_write, check_name, make_record, read_or_set_aside,
                        write_record)
 
 ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL",
@@ -162,7 +162,7 @@ def record_is_current(record: dict | None, note: dict | None) -> bool:
 
 def record_failure(out: Path, note: dict, reason: str) -> dict:
     """The failed record of a job that could not write its own."""
-    from ..provenance import now
+    from commbench.store.provenance import now
 
     env = {"git_sha": note.get("code", {}).get("git_sha"), "git_dirty": note.get("code", {}).get("git_dirty"),
            "slurm_job_id": note["job_id"], "started_at": None, "finished_at": now(),

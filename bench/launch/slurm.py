@@ -19,13 +19,13 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from ..config import RunConfig
-from ..progress import Progress
-from ..provenance import now, slurm_job_id
-from ..records import FINISHED, read_or_set_aside
-from .profile import Profile, Shape, executor_parameters, run_shape
-from .queue import (note_submission, queue_states, reconcile, record_is_current, submissions)
-from .snapshot import CodeSnapshot, snapshot_code
+from commbench.config import RunConfig
+from commbench.launch.progress import Progress
+from commbench.store.provenance import now, slurm_job_id
+from commbench.store.records import FINISHED, read_or_set_aside
+from commbench.launch.profile import Profile, Shape, executor_parameters, run_shape
+from commbench.launch.queue import (note_submission, queue_states, reconcile, record_is_current, submissions)
+from commbench.launch.snapshot import CodeSnapshot, snapshot_code
 
 
 class SubmitError(RuntimeError):
@@ -39,8 +39,8 @@ class SlurmRun:
         self.config, self.out, self.max_requeues = config, out, max_requeues
 
     def __call__(self) -> str:
-        from ..checkpoint import stop_signals
-        from ..runner import RankFailed, execute
+        from commbench.run.checkpoint import stop_signals
+        from commbench.launch.runner import RankFailed, execute
 
         # From the first moment: Slurm's warning signal sets the stop flag (submitit's own handler would end a
         # job it cannot checkpoint); the run checks the flag at its first sync point.
@@ -66,8 +66,8 @@ class SlurmRun:
 
     def _requeue(self, cfg: RunConfig):
         def requeue(outcome) -> str | None:
-            from ..checkpoint import count_requeue
-            from ..runner import checkpoint_dir
+            from commbench.run.checkpoint import count_requeue
+            from commbench.launch.runner import checkpoint_dir
 
             ckpt = checkpoint_dir(self.out, cfg.run_id)
             requeues, job_id = count_requeue(ckpt), slurm_job_id()
@@ -86,7 +86,7 @@ class SlurmRun:
 def prepare_for_jobs(cfg: RunConfig) -> RunConfig:
     """Jobs run elsewhere (another cwd, maybe another node): an absolute data root, provisioned here once, on
     the submitting host (login nodes usually have the network; compute nodes often do not)."""
-    from tasks import TASKS
+    from commbench.tasks import TASKS
 
     root = Path(cfg.data_root or "data").resolve()
     TASKS[cfg.task].prepare_data(cfg.dataset, root)

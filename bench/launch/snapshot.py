@@ -3,7 +3,8 @@
 A Slurm job may start hours after its submission; by then the checkout may have moved on. Each submission
 copies the code files (tracked ones as they are in the working tree, uncommitted edits included, and new files
 git does not ignore; ``results/`` left out)
-into ``OUT/slurm/code/<name>/`` and the jobs run from there. The name is the commit plus, for a dirty tree, a
+into ``OUT/slurm/code/<name>/``, laid out as the installed package (``commbench/``, with ``methods`` and
+``tasks`` inside), and the jobs run from there (``PYTHONPATH``). The name is the commit plus, for a dirty tree, a
 hash of the files, so submitting the same code twice reuses one copy. The jobs are told the commit and
 whether the tree was dirty (COMMBENCH_GIT_SHA, COMMBENCH_GIT_DIRTY), which their records then carry.
 """
@@ -16,7 +17,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..provenance import SOURCE_ROOT, git_state
+from commbench.store.provenance import SOURCE_ROOT, git_state
 
 PACKAGES = ("bench", "methods", "tasks", "slurm", "pyproject.toml")  # what a copy holds outside git
 
@@ -56,6 +57,17 @@ def _untracked_copy_list(root: Path) -> list[str]:
     return sorted(files)
 
 
+def installed_path(f: str) -> str:
+    """Where a checkout's file goes in a copy: laid out as the installed ``commbench`` package (bench/ is
+    ``commbench``, methods/ and tasks/ its subpackages), so that PYTHONPATH=<copy> imports the copy."""
+    top, _, rest = f.partition("/")
+    if top == "bench" and rest:
+        return f"commbench/{rest}"
+    if top in ("methods", "tasks") and rest:
+        return f"commbench/{f}"
+    return f
+
+
 def snapshot_code(dest_root: Path, root: Path = SOURCE_ROOT) -> CodeSnapshot:
     """Copy the code under ``dest_root`` (reused if the same code was copied before)."""
     files = _git_files(root)
@@ -74,7 +86,7 @@ def snapshot_code(dest_root: Path, root: Path = SOURCE_ROOT) -> CodeSnapshot:
         tmp = final.with_name(f".{name}.{os.getpid()}.tmp")
         shutil.rmtree(tmp, ignore_errors=True)
         for f in files:
-            target = tmp / f
+            target = tmp / installed_path(f)
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(root / f, target)
         (tmp / ".complete").write_text(f"{sha or ''} dirty={dirty}\n")

@@ -4,16 +4,15 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ..config import RunConfig
-from ..progress import Progress
-from ..records import FINISHED, read_or_set_aside
+from commbench.config import RunConfig
+from commbench.launch.progress import Progress
+from commbench.store.records import FINISHED, read_or_set_aside
 
 
 def run_local_sweep(runs: list[RunConfig], out: Path, show_progress: bool = True) -> int:
     """Exit code: 0 when every run is done or diverged, 1 when any failed. A finished run (done or diverged)
     is not run again; an unreadable record is moved aside (said in one line) and its run runs again."""
-    from ..cli import summary
-    from ..runner import RecordNotWritten, execute
+    from commbench.launch.runner import RecordNotWritten, execute, summary
 
     todo = [c for c in runs if (read_or_set_aside(out, c.run_id) or {}).get("status") not in FINISHED]
     print(f"sweep: {len(runs)} runs, {len(runs) - len(todo)} already finished, {len(todo)} to run", file=sys.stderr)

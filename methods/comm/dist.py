@@ -3,12 +3,20 @@ from __future__ import annotations
 
 import datetime
 import os
+import socket
 
 import torch
 import torch.distributed as dist
 
 from .base import Communicator, Done, Handle
 from .ledger import nbytes
+
+
+def free_port() -> int:
+    """A TCP port free on this host now, for a process group's rendezvous (MASTER_PORT)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 class _Pending(Handle):

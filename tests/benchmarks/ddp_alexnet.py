@@ -15,7 +15,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from tasks import TASKS
+from commbench.tasks import TASKS
 
 
 def main() -> None:

@@ -19,8 +19,8 @@ import torch.multiprocessing as mp
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from tasks.data import load_mnist_format
-from tasks.models import LeNet
+from commbench.tasks.data import load_mnist_format
+from commbench.tasks.models import LeNet
 
 
 def worker(rank: int, world: int, port: int, steps: int, root: str, queue) -> None:
@@ -47,7 +47,7 @@ def worker(rank: int, world: int, port: int, steps: int, root: str, queue) -> No
 
 
 def measure(steps: int, root: str, world: int = 2) -> float:
-    from bench.launch.local import free_port
+    from commbench.methods.comm.dist import free_port
 
     ctx = mp.get_context("spawn")
     queue = ctx.SimpleQueue()

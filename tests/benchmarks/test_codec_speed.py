@@ -12,11 +12,11 @@ import json
 import pytest
 import torch
 
-from bench.records import atomic_write
-from methods.codecs import sparse
-from methods.codecs.bits import TRIT_PACKINGS
-from methods.codecs import fused_ternary as fused
-from methods.threshold import select
+from commbench.store.records import atomic_write
+from commbench.methods.codecs import sparse
+from commbench.methods.codecs.bits import TRIT_PACKINGS
+from commbench.methods.codecs import fused_ternary as fused
+from commbench.methods.threshold import select
 
 from ..conftest import REPO
 
@@ -111,7 +111,7 @@ def test_threshold_wire(benchmark, gradient, kind, threshold):
 def test_threshold_full(benchmark, gradient, kind, threshold):
     """The method's path: the fused accumulate-select-subtract pass on the residual, encode, and the receiver's
     add (the residual restarts from zero each round, so every round selects the same elements)."""
-    from methods.codecs.fused_threshold import select_into
+    from commbench.methods.codecs.fused_threshold import select_into
 
     acc, total, zero = torch.zeros(N, dtype=torch.float64), torch.zeros(N), torch.zeros(N, dtype=torch.float64)
 

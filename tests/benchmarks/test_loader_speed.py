@@ -28,11 +28,11 @@ import torch
 import torch.nn.functional as F
 from PIL import Image
 
-from bench.records import atomic_write
-from bench.train import GlobalBatches
-from tasks.data import load_cifar10, load_imagenet_folder, load_mnist_format, make_synthetic
-from tasks.models import LeNet
-from tasks.models.cifarnet import CifarNet
+from commbench.store.records import atomic_write
+from commbench.run.train import GlobalBatches
+from commbench.tasks.data import load_cifar10, load_imagenet_folder, load_mnist_format, make_synthetic
+from commbench.tasks.models import LeNet
+from commbench.tasks.models.cifarnet import CifarNet
 
 from ..conftest import REPO
 
@@ -99,7 +99,7 @@ def test_lenet_fashion_mnist(data_root):
 
 @pytest.mark.benchmark
 def test_lenet_lazy_synthetic():
-    from tasks.lenet_mnist import SYNTHETIC_EVAL, SYNTHETIC_TRAIN
+    from commbench.tasks.lenet_mnist import SYNTHETIC_EVAL, SYNTHETIC_TRAIN
 
     data = make_synthetic((1, 28, 28), 10, SYNTHETIC_TRAIN, SYNTHETIC_EVAL)
     torch.manual_seed(0)

@@ -16,8 +16,8 @@ import sys
 
 import pytest
 
-from bench.launch.local import free_port
-from bench.records import atomic_write
+from commbench.methods.comm.dist import free_port
+from commbench.store.records import atomic_write
 
 from ..conftest import REPO, commbench
 
@@ -26,7 +26,7 @@ METHODS = {"baseline": [], "terngrad": [], "fp16": [], "bf16": [], "powersgd": [
 
 
 def ddp_step_s() -> float:
-    from bench.launch.netns import emulated_network
+    from commbench.launch.netns import emulated_network
 
     with emulated_network(2, RATE) as net:
         port = free_port()

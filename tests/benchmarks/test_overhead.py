@@ -10,7 +10,7 @@ import statistics
 
 import pytest
 
-from bench.records import atomic_write
+from commbench.store.records import atomic_write
 
 from ..conftest import REPO, commbench
 from .ddp_loop import measure

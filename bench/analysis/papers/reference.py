@@ -1,0 +1,130 @@
+"""The papers' reference values (``results/paper/<paper>.csv``) and the stand-ins the campaign trains.
+
+Each CSV row is one number a paper reports, with the configuration columns that identify it. The files are
+transcribed from the papers by hand and checked against the papers' text by tests/test_paper_values.py;
+nothing here computes them.
+"""
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+
+
+from commbench.config import ConfigError, load_yaml
+from commbench.store.provenance import SOURCE_ROOT
+
+PAPER_DIR = SOURCE_ROOT / "results" / "paper"
+PAPERS = {"terngrad": "TernGrad (Wen et al., NeurIPS 2017)",
+          "threshold": "Thresholded gradient synchronization (Anoosheh et al.)",
+          "ssdsgd": "SSD-SGD (Xu et al.)"}
+COLUMNS = ["paper", "source", "row", "task", "dataset", "method", "workers", "global_batch", "batch_per_worker",
+           "base_lr", "optimizer", "threshold", "delay_steps", "warmup_steps", "iterations", "variant", "metric", "value",
+           "unit", "note"]
+_INT = ("workers", "global_batch", "batch_per_worker", "delay_steps", "warmup_steps", "iterations")
+_FLOAT = ("base_lr", "threshold", "value")
+
+
+@dataclass(frozen=True)
+class Reference:
+    """One reported number and the setting it was reported for (None: the paper does not say)."""
+
+    paper: str
+    source: str
+    row: str
+    task: str | None
+    dataset: str | None
+    method: str | None
+    workers: int | None
+    global_batch: int | None
+    batch_per_worker: int | None
+    base_lr: float | None
+    optimizer: str | None
+    threshold: float | None
+    delay_steps: int | None
+    warmup_steps: int | None
+    iterations: int | None  # the paper's training length for this row, where it states one
+    variant: str | None
+    metric: str
+    value: float
+    unit: str
+    note: str | None
+    printed: str = ""  # the value exactly as the paper printed it ("56.2720", "89.00")
+
+    @property
+    def variants(self) -> set[str]:
+        return {v.strip() for v in (self.variant or "").replace(";", ",").split(",") if v.strip()}
+
+    def setting(self) -> str:
+        """The identifying configuration, short: what a reader needs to find the row in the paper."""
+        parts = [self.task, self.method, self.variant and f"[{self.variant}]",
+                 self.workers and f"{self.workers} workers",
+                 self.global_batch and f"batch {self.global_batch}",
+                 self.batch_per_worker and f"{self.batch_per_worker}/worker",
+                 self.threshold is not None and f"T={self.threshold:g}",
+                 self.delay_steps is not None and f"k={self.delay_steps}",
+                 self.warmup_steps is not None and f"warm-up {self.warmup_steps}"]
+        return ", ".join(p for p in parts if p)
+
+
+def _parse(path: Path, line: int, row: dict) -> Reference:
+    values: dict = {}
+    for key in COLUMNS:
+        text = (row.get(key) or "").strip()
+        if key in _INT:
+            try:
+                values[key] = int(text) if text else None
+            except ValueError:
+                raise ConfigError(f"{path}:{line}: {key} must be an integer, got {text!r}") from None
+        elif key in _FLOAT:
+            try:
+                values[key] = float(text.replace(",", "")) if text else None
+            except ValueError:
+                raise ConfigError(f"{path}:{line}: {key} must be a number, got {text!r}") from None
+        else:
+            values[key] = text or None
+    if values["value"] is None or not values["metric"]:
+        raise ConfigError(f"{path}:{line}: a reference row needs a metric and a value")
+    values["unit"] = values["unit"] or ""
+    return Reference(**values, printed=(row.get("value") or "").strip())
+
+
+def load_references(paper: str, folder: Path = PAPER_DIR) -> list[Reference]:
+    """Every reference row of one paper, in the paper's own order."""
+    if paper not in PAPERS:
+        raise ConfigError(f"--paper {paper!r}: unknown paper (known: {', '.join(PAPERS)}, all)")
+    path = Path(folder) / f"{paper}.csv"
+    if not path.is_file():
+        raise ConfigError(f"{path}: no reference values for {paper}")
+    with path.open(newline="") as f:
+        reader = csv.DictReader(f)
+        if reader.fieldnames != COLUMNS:
+            raise ConfigError(f"{path}: columns must be {','.join(COLUMNS)}")
+        return [_parse(path, i + 2, row) for i, row in enumerate(reader)]
+
+
+@dataclass(frozen=True)
+class Analogue:
+    """A paper setting this machine cannot train, and what the campaign trains in its place."""
+
+    paper: str
+    task: str
+    use: dict  # match keys replaced: task, workers, global_batch
+    reason: str
+
+
+def load_analogues(folder: Path = PAPER_DIR) -> list[Analogue]:
+    path = Path(folder) / "analogues.yaml"
+    if not path.is_file():
+        return []
+    doc = load_yaml(path.read_text(), str(path)) or []
+    out = []
+    for i, entry in enumerate(doc):
+        if not isinstance(entry, dict) or not {"paper", "task", "use"} <= set(entry):
+            raise ConfigError(f"{path}: entry {i + 1} needs paper, task and use")
+        unknown = set(entry["use"]) - {"task", "workers", "global_batch"}
+        if unknown:
+            raise ConfigError(f"{path}: entry {i + 1}: use may replace task, workers, global_batch; "
+                              f"not {', '.join(sorted(unknown))}")
+        out.append(Analogue(entry["paper"], entry["task"], dict(entry["use"]), entry.get("reason", "")))
+    return out

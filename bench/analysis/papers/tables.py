@@ -1,0 +1,259 @@
+"""The papers' tables rebuilt from the reference values and the stored records: one section per table or
+figure, in the paper's order, each row its value, the reproduction (mean ± std over seeds, n), the delta,
+a method's gap to its baseline in the paper and in the reproduction, and how the reproduction's setting
+differs. A row without a matching run stays, marked missing."""
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+from commbench.methods import METHODS
+
+from commbench.store.records import iter_records
+from commbench.analysis.papers.reference import PAPER_DIR, PAPERS, load_analogues, load_references
+from commbench.analysis.papers.reproduce import Cell, paper_gap, reproduce
+from commbench.analysis.papers.verdicts import MISSING as MISSING_VERDICT
+from commbench.analysis.papers.verdicts import NOT_REPRODUCED, REPRODUCED, UNTESTABLE, judge
+
+FORMATS = ("md", "csv", "latex")
+MISSING = "missing"
+
+
+def paper_names(which: str) -> list[str]:
+    return list(PAPERS) if which == "all" else [which]
+
+
+def superseded(record: dict) -> str | None:
+    """Why a record no longer counts: it was made by an older version of its method (methods.base.Method.version),
+    whose computation has changed since. None for a current record."""
+    cfg = record["config"]
+    method = METHODS.get(cfg.get("method"))
+    made_by = cfg.get("method_version", 1)
+    if method is None or method.computes_as(made_by, cfg.get("workers", 0), cfg.get("method_params") or {}):
+        return None
+    return f"{cfg['method']} v{made_by}, now v{method.version}"
+
+
+def build(which: str, results: Path, paper_dir: Path = PAPER_DIR) -> list[Cell]:
+    """Every reference row of the paper(s) with its reproduction from the records below ``results``. Records of
+    an older version of their method are left out; a row only they would fill says so."""
+    records = [r for r in iter_records(results) if isinstance(r.get("config"), dict)]
+    current = [r for r in records if superseded(r) is None]
+    analogues = load_analogues(paper_dir)
+    cells = []
+    for paper in paper_names(which):
+        references = load_references(paper, paper_dir)
+        for ref in references:
+            cell = reproduce(ref, current, analogues, references)
+            if not cell.values and len(current) < len(records):
+                old = reproduce(ref, records, analogues, references)
+                stale = sorted({why for rid in old.run_ids for r in records
+                                if r["run_id"] == rid and (why := superseded(r))})
+                if stale:
+                    cell.why_missing = (f"only records of an older version of the method ({', '.join(stale)}: its "
+                                        f"computation changed), left out: re-run the grid")
+            cell.paper_gap = paper_gap(ref, references)
+            cells.append(cell)
+    return cells
+
+
+def _decimals(ref, unit: str) -> int:
+    """As many decimals as the paper printed, at least two (a reproduction is finer than 98%)."""
+    if unit == "count":
+        return 0
+    text = ref.printed or repr(float(ref.value))
+    printed = 0 if "e" in text.lower() or "." not in text else len(text.split(".")[1])
+    return max(2, min(printed, 6))
+
+
+def _paper_value(ref) -> str:
+    """The paper's number as the paper printed it (56.2720, 89.00, 15583.03); large counts with separators."""
+    if ref.printed and not (ref.unit == "count" or (float(ref.value).is_integer() and abs(ref.value) >= 1000)):
+        return ref.printed
+    return _number(ref.value, ref.unit)
+
+
+def _number(value: float | None, unit: str, decimals: int | None = None) -> str:
+    if value is None:
+        return ""
+    if decimals is None:  # a paper's value: as printed
+        return f"{value:,.0f}" if unit == "count" or (float(value).is_integer() and abs(value) >= 1000) \
+            else f"{value:g}"
+    return f"{value:,.{decimals}f}"
+
+
+def _reproduced(cell: Cell) -> str:
+    if not cell.values:
+        return MISSING
+    d = _decimals(cell.ref, cell.ref.unit)
+    text = _number(cell.mean, cell.ref.unit, d)
+    return text + (f" ± {_number(cell.std, cell.ref.unit, d)}" if cell.std is not None else "")
+
+
+def rows(cells: list[Cell]) -> list[dict]:
+    out = []
+    for c in cells:
+        r = c.ref
+        verdict = judge(c)
+        out.append({"paper": r.paper, "source": r.source, "row": r.row, "setting": r.setting(), "metric": r.metric,
+                    "unit": r.unit, "paper value": _paper_value(r), "reproduced": _reproduced(c),
+                    "n": str(c.n) if c.n else "",
+                    "delta": f"{c.delta:+,.{_decimals(r, r.unit)}f}" if c.delta is not None else "",
+                    "paper gap": f"{c.paper_gap:+.2f}" if c.paper_gap is not None else "",
+                    "our gap": f"{c.gap:+.2f}" if c.gap is not None else "",
+                    "verdict": verdict.label, "why": verdict.why if c.values else "",
+                    "differs": "; ".join(c.markers) if c.values else (c.why_missing or MISSING),
+                    "runs": " ".join(c.run_ids)})
+    return out
+
+
+SHOWN = ["row", "setting", "metric", "unit", "paper value", "reproduced", "n", "delta", "paper gap", "our gap",
+         "verdict", "why", "differs"]
+NUMERIC = ("paper value", "n", "delta", "paper gap", "our gap")
+LEGEND = ("reproduced: mean ± std over the seeds of one setting (n runs); delta: reproduced - paper; gap: a "
+          "method's top-1/top-5 minus its baseline's, in the paper (the same table's baseline row) and here (the "
+          "baseline run of the same setting and seed); verdict: reproduced, not reproduced, untestable here or "
+          "missing, by the rule in the README (why: what was compared, or why it cannot be); differs: how the "
+          "runs' setting departs from the paper's.")
+
+
+def verdict_counts(group: list[dict]) -> str:
+    """"N reproduced, M not reproduced, K untestable, L missing" over a section's rows (one per number)."""
+    counts = {v: sum(r["verdict"] == v for r in group) for v in (REPRODUCED, NOT_REPRODUCED, UNTESTABLE,
+                                                                  MISSING_VERDICT)}
+    return (f"{counts[REPRODUCED]} reproduced, {counts[NOT_REPRODUCED]} not reproduced, "
+            f"{counts[UNTESTABLE]} untestable, {counts[MISSING_VERDICT]} missing")
+
+
+def sections(table: list[dict]):
+    """Consecutive rows of one (paper, source): the paper's tables in its own order."""
+    current, group = None, []
+    for row in table:
+        key = (row["paper"], row["source"])
+        if key != current and group:
+            yield current, group
+            group = []
+        current = key
+        group.append(row)
+    if group:
+        yield current, group
+
+
+def layout(group: list[dict]) -> tuple[list[str], list[dict]]:
+    """A section in the paper's own layout: one line per row of the paper and a column group per metric (the
+    threshold paper's Table 1: T | accuracy | GB | %/GB; TernGrad's Table 2: top-1 | top-5). A section whose
+    rows each carry one number keeps the long layout: one line per number (``SHOWN``)."""
+    labels: dict[str, list[dict]] = {}
+    for r in group:
+        labels.setdefault(r["row"], []).append(r)
+    metrics = list(dict.fromkeys(r["metric"] for r in group))
+    one_each = all(len({r["metric"] for r in rs}) == len(rs) for rs in labels.values())
+    if len(metrics) < 2 or not one_each or all(len(rs) == 1 for rs in labels.values()):
+        return SHOWN, group
+    units = {r["metric"]: r["unit"] for r in group}
+    with_gaps = {r["metric"] for r in group if r["paper gap"] or r["our gap"]}
+
+    def head(metric: str, what: str) -> str:
+        return f"{metric}{f' ({units[metric]})' if units[metric] else ''}: {what}"
+
+    columns = ["row", "setting"]
+    for m in metrics:
+        columns += [head(m, "paper"), head(m, "reproduced"), head(m, "delta")]
+        columns += [head(m, "paper gap"), head(m, "our gap")] if m in with_gaps else []
+        columns.append(head(m, "verdict"))
+    columns += ["why", "differs"]
+    lines = []
+    for label, rs in labels.items():
+        line = dict.fromkeys(columns, "")
+        line.update({"row": label, "setting": rs[0]["setting"]})
+        differs: list[str] = []
+        why: list[str] = []
+        for r in rs:
+            m = r["metric"]
+            line.update({head(m, "paper"): r["paper value"], head(m, "reproduced"): _with_n(r),
+                         head(m, "delta"): r["delta"], head(m, "verdict"): r["verdict"]})
+            if m in with_gaps:
+                line.update({head(m, "paper gap"): r["paper gap"], head(m, "our gap"): r["our gap"]})
+            if r["why"]:
+                why.append(f"{m}: {r['why']}")
+            differs += [d for d in r["differs"].split("; ") if d not in differs]
+        line["why"] = "; ".join(why)
+        line["differs"] = "; ".join(differs)
+        lines.append(line)
+    return columns, lines
+
+
+def _with_n(row: dict) -> str:
+    """The reproduced value, with its number of runs where it is a mean over more than one."""
+    return row["reproduced"] + (f" (n={row['n']})" if row["n"] not in ("", "1") else "")
+
+
+def _numeric(column: str) -> bool:
+    return column in NUMERIC or column.endswith((": paper", ": delta", ": paper gap", ": our gap"))
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def render_markdown(table: list[dict]) -> str:
+    parts = [f"_{LEGEND}_\n"] if table else []
+    for (paper, source), group in sections(table):
+        parts.append(f"### {PAPERS[paper]}: {source}\n\n{verdict_counts(group)}\n")
+        columns, lines = layout(group)
+        parts.append("| " + " | ".join(_md_cell(c) for c in columns) + " |")
+        parts.append("|" + "|".join("---:" if _numeric(c) else "---" for c in columns) + "|")
+        parts += ["| " + " | ".join(_md_cell(r[c]) for c in columns) + " |" for r in lines]
+        parts.append("")
+    return "\n".join(parts) + ("\n" if parts else "(no reference values)\n")
+
+
+def render_csv(table: list[dict]) -> str:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=["paper", "source", *SHOWN, "runs"], lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(table)
+    return buf.getvalue()
+
+
+_LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+                  "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "±": r"$\pm$",
+                  "—": "---", "≥": r"$\geq$", "≤": r"$\leq$", "×": r"$\times$"}
+
+
+def latex_escape(text: str) -> str:
+    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text)
+
+
+def render_latex(table: list[dict]) -> str:
+    """One booktabs table per paper table (needs \\usepackage{booktabs})."""
+    parts = []
+    for (paper, source), group in sections(table):
+        caption = (rf"\caption{{{latex_escape(PAPERS[paper])}: {latex_escape(source)}, paper vs.\ reproduced "
+                   rf"({latex_escape(verdict_counts(group))})}}")
+        columns, lines = layout(group)
+        if columns is not SHOWN:  # the paper's layout: a column group per metric
+            spec = "".join("r" if _numeric(c) or c.endswith(": reproduced") else "l" for c in columns)
+            parts += [r"\begin{table}[ht]", r"\centering", r"\small", caption, rf"\begin{{tabular}}{{{spec}}}",
+                      r"\toprule", " & ".join(latex_escape(c) for c in columns) + r" \\", r"\midrule"]
+            parts += [" & ".join(latex_escape(r[c]) for c in columns) + r" \\" for r in lines]
+            parts += [r"\bottomrule", r"\end{tabular}", r"\end{table}", ""]
+            continue
+        parts += [r"\begin{table}[ht]", r"\centering", r"\small", caption,
+                  r"\begin{tabular}{lllrrrrrlll}", r"\toprule",
+                  r"Row & Setting & Metric & Paper & Reproduced & $\Delta$ & Paper gap & Our gap & Verdict & Why & "
+                  r"Differs \\",
+                  r"\midrule"]
+        for r in group:
+            unit = f" ({r['unit']})" if r["unit"] else ""
+            fields = [r["row"], r["setting"], r["metric"] + unit, r["paper value"],
+                      _with_n(r), r["delta"],
+                      r["paper gap"], r["our gap"], r["verdict"], r["why"], r["differs"]]
+            parts.append(" & ".join(latex_escape(f) for f in fields) + r" \\")
+        parts += [r"\bottomrule", r"\end{tabular}", r"\end{table}", ""]
+    return "\n".join(parts) + "\n"
+
+
+def render(table: list[dict], fmt: str) -> str:
+    return {"md": render_markdown, "csv": render_csv, "latex": render_latex}[fmt](table)

@@ -1,0 +1,104 @@
+"""Measured throughput on the emulated network beside the performance model's prediction for it.
+
+For every done run with ``env.net`` (``--net RATE``), TernGrad's weak-scaling model (supplement Eq. 8-9)
+is evaluated for the same setting: one worker per node (j = workers, i = 1), the link rate as C_nwd,
+no CPU-GPU copy (CPU workers), the compute time of the 1-worker run of the same task, method and batch per
+worker (its train_s / steps), and |g| = the bytes each worker actually sent per step (the run's ledger).
+For SSD-SGD and the threshold methods this prices their averaged per-step bytes as one all-reduce, as
+TernGrad's model prices every method; the error column shows how far that carries.
+
+A run with parameter servers (SSD-SGD, or the baseline with ``method.topology=ps``) is not an all-reduce:
+every push and pull crosses a server's link, which carries all the workers' traffic for its keys. Its
+network term is therefore the time of the busiest links, from the ledger: the servers' bytes in and out over
+S links at the rate, or each worker's own bytes, whichever takes longer; with no overlap of computation and
+communication assumed (an upper bound for SSD-SGD, whose pushes may overlap the next iteration).
+
+The model's compute term assumes each worker computes alone, as on the paper's GPUs. On one host the workers
+share its cores, and each also decodes its peers' payloads, so a second prediction takes the compute time
+from a run of the same workers on the host's loopback (``net`` unset: the same processes, the same sharing,
+no rate limit) and adds the same network term. Where that one is close and the first is not, the model's
+network term is right and the host's compute is what it missed. The loopback run's own (fast) exchange is
+counted in its step time, so the second prediction slightly undercounts throughput.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from commbench.config import net_rate_bits
+from commbench.store.records import iter_records
+from commbench.analysis.perfmodel.terngrad import LATENCY_1GBE, predict
+
+NO_COPY = 1e18  # bytes/s: CPU workers have no host-device copy to pay
+
+
+def _key(cfg: dict) -> tuple:
+    return cfg.get("task"), cfg.get("method"), cfg.get("global_batch", 0) // max(cfg.get("workers", 1), 1)
+
+
+def _step_s(record: dict | None) -> float | None:
+    m = (record or {}).get("metrics") or {}
+    return m["train_s"] / m["steps"] if m.get("train_s") and m.get("steps") else None
+
+
+def servers_of(record: dict) -> int:
+    """How many parameter servers the run had (0: an all-reduce run)."""
+    m = record["metrics"]
+    if m.get("server_bytes_received") is None:
+        return 0
+    return int(record.get("env", {}).get("parameter_servers") or record["config"].get("method_params", {})
+               .get("servers") or 1)
+
+
+def ps_link_seconds(record: dict) -> float:
+    """Seconds per step on the busiest links of a parameter-server run: the servers' bytes in and out over
+    their S links, or one worker's own bytes in and out, at the run's link rate (bytes/s, each direction)."""
+    cfg, m = record["config"], record["metrics"]
+    rate = net_rate_bits(cfg["net"]) / 8
+    servers = (m["server_bytes_received"] + m["server_bytes_sent"]) / servers_of(record)
+    worker = (m["bytes_sent"] + m["bytes_received"]) / cfg["workers"]
+    return max(servers, worker) / rate / m["steps"]
+
+
+def _predict(record: dict, batch: int, step_s: float) -> tuple[float, float]:
+    """(images/s, error % against the measurement) with compute time ``step_s``: Eq. 8-9 for an all-reduce
+    run, the parameter servers' links for a PS run."""
+    cfg, m = record["config"], record["metrics"]
+    if servers_of(record):
+        images_per_s = cfg["workers"] * batch / (step_s + ps_link_seconds(record))
+    else:
+        grad = m["bytes_sent"] / (cfg["workers"] * m["steps"])
+        p = predict(cfg["task"], cfg["method"], cfg["workers"], net_rate_bits(cfg["net"]) / 8, step_time_s=step_s,
+                    batch=batch, gpus_per_node=1, latency_s=LATENCY_1GBE.value, cpu_gpu_bytes_per_s=NO_COPY,
+                    gpu_gpu_bytes_per_s=NO_COPY, grad_bytes=grad)
+        images_per_s = p.images_per_s  # over all workers: Eq. 9 gives N * K / T_weak
+    return images_per_s, 100.0 * (images_per_s - m["images_per_s"]) / m["images_per_s"]
+
+
+def comparison(results: Path) -> list[dict]:
+    """One row per emulated-network run: measured images/s and the model's prediction with the 1-worker
+    profile (as the paper) and with the loopback profile of the same worker count, each with its error (%)."""
+    records = [r for r in iter_records(results) if r.get("status") == "done" and isinstance(r.get("config"), dict)]
+    unlimited = [r for r in records if not r["config"].get("net") and r["config"].get("backend") == "dist"]
+    single = {_key(r["config"]): r for r in unlimited if r["config"].get("workers") == 1}
+    loopback = {(_key(r["config"]), r["config"]["workers"]): r for r in unlimited}
+    rows = []
+    for r in sorted(records, key=lambda r: (r["config"]["task"], r["config"]["method"], r["config"].get("net") or "",
+                                            r["config"]["workers"])):
+        cfg, m = r["config"], r["metrics"]
+        if not cfg.get("net") or not m.get("images_per_s") or not m.get("steps"):
+            continue
+        batch = cfg["global_batch"] // cfg["workers"]
+        ref = single.get(_key(cfg))
+        row = {"task": cfg["task"], "method": cfg["method"], "workers": cfg["workers"], "net": cfg["net"],
+               "network_term": "PS links (ledger)" if servers_of(r) else "all-reduce (Eq. 8-9)",
+               "batch_per_worker": batch, "measured_images_per_s": m["images_per_s"],
+               "wire_bytes_per_step": (m["wire_bytes_measured"] / m["steps"]
+                                       if m.get("wire_bytes_measured") is not None else None),
+               "modelled_images_per_s": None, "model_error_pct": None,
+               "loopback_modelled_images_per_s": None, "loopback_model_error_pct": None, "run_id": r["run_id"]}
+        if (step_s := _step_s(ref)) is not None:
+            row["modelled_images_per_s"], row["model_error_pct"] = _predict(r, batch, step_s)
+        if (step_s := _step_s(loopback.get((_key(cfg), cfg["workers"])))) is not None:
+            row["loopback_modelled_images_per_s"], row["loopback_model_error_pct"] = _predict(r, batch, step_s)
+        rows.append(row)
+    return rows

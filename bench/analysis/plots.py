@@ -1,0 +1,290 @@
+"""Figures from the stored records (seaborn): what the papers plot, redrawn from our runs.
+
+A figure is one experiment: it sweeps a few settings (the x-axis and the lines) and holds every other setting
+fixed, so runs of different lengths, batches or data never share a figure. Each figure declares the settings
+that must be equal across it (``fixed``); the records are split on them, and the file is named after the
+figure, the task and those settings (``accuracy-vs-bytes_lenet-mnist_fashion-mnist_w8_sim_b128_s1000_momentum``),
+so a name always means the same experiment whatever else is in the results folder. Where runs of one method
+differ in other method parameters (TernGrad without clipping beside TernGrad), each variant is its own line.
+
+Accuracy figures leave out synthetic-data runs (their accuracy means nothing); throughput figures take only
+real processes (``dist``), since simulated workers share one process. Each figure is written as PNG and PDF,
+byte-for-byte reproducible: no timestamps in the files, runs sorted before plotting.
+"""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import pandas as pd
+
+from commbench.store.records import iter_records
+
+THRESHOLD_METHODS = ("wgt", "bgt", "qgt")
+# how a fixed setting appears in a file name: column -> prefix (in this order)
+NAME_PARTS = (("dataset", ""), ("workers", "w"), ("backend", ""), ("global_batch", "b"), ("batch_per_worker", "pw"),
+              ("steps", "s"), ("optimizer", ""), ("recipe", ""), ("net", ""))
+
+
+def runs_frame(results: Path) -> pd.DataFrame:
+    """One row per done run: the configuration columns the figures group by, and the metrics."""
+    rows = []
+    for r in iter_records(results):
+        cfg, m, data = r.get("config") or {}, r.get("metrics") or {}, r.get("data") or {}
+        if r.get("status") != "done" or m.get("top1") is None:
+            continue
+        params = cfg.get("method_params") or {}
+        rows.append({
+            "run_id": r["run_id"], "task": cfg.get("task"), "method": cfg.get("method"),
+            "dataset": data.get("dataset") or cfg.get("dataset"), "synthetic": bool(data.get("synthetic")),
+            "workers": cfg.get("workers"), "backend": cfg.get("backend"), "seed": cfg.get("seed"),
+            "tier": cfg.get("tier"), "steps": cfg.get("steps"), "global_batch": cfg.get("global_batch"),
+            "batch_per_worker": cfg.get("batch_per_worker"), "recipe": cfg.get("recipe"),
+            "optimizer": (cfg.get("optimizer") or {}).get("name"), "params": json.dumps(params, sort_keys=True),
+            "threshold": params.get("threshold"), "k": params.get("k"), "warmup": params.get("warmup"),
+            "local_rule": params.get("local_rule"), "net": (r.get("env") or {}).get("net") or "",
+            "top1": 100.0 * m["top1"], "gb_sent": (m.get("bytes_sent") or 0) / 1e9,
+            "gb_paper": (m["paper_bytes"] / 1e9) if m.get("paper_bytes") is not None else None,
+            "images_per_s": m.get("images_per_s"), "history": r.get("history") or [],
+        })
+    frame = pd.DataFrame(rows)
+    return frame.sort_values("run_id", ignore_index=True) if not frame.empty else frame
+
+
+def variant_labels(frame: pd.DataFrame) -> pd.Series:
+    """Each run's line label: its method, plus the method parameters where they differ from the most common
+    parameters of that method in the figure (``terngrad (clip=0.0)``)."""
+    labels = {}
+    for method, runs in frame.groupby("method", sort=True):
+        usual = json.loads(Counter(runs["params"]).most_common(1)[0][0])
+        for idx, text in runs["params"].items():
+            params = json.loads(text)
+            diff = {k: v for k, v in params.items() if usual.get(k) != v and k not in ("threshold", "k", "warmup")}
+            labels[idx] = method + (f" ({', '.join(f'{k}={v}' for k, v in sorted(diff.items()))})" if diff else "")
+    return pd.Series(labels).reindex(frame.index)
+
+
+@dataclass(frozen=True)
+class Figure:
+    name: str                # file stem prefix: what the figure shows
+    title: str
+    fixed: tuple[str, ...]   # settings equal across one figure
+    select: Callable         # frame -> the rows this figure may use
+    draw: Callable           # (axes, frame of one experiment) -> bool (False: nothing worth drawing)
+
+
+def _baseline_line(ax, frame: pd.DataFrame, y: str = "top1") -> None:
+    base = frame[frame["method"] == "baseline"]
+    if not base.empty:
+        ax.axhline(base[y].mean(), color="black", ls="--", lw=1, label=f"baseline (n={len(base)})")
+
+
+def _accuracy_vs_bytes(ax, frame: pd.DataFrame) -> bool:
+    import seaborn as sns
+
+    swept = frame[frame["method"].isin(THRESHOLD_METHODS)].sort_values(["method", "threshold"])
+    if len(swept) < 2:
+        return False
+    sns.lineplot(data=swept, x="gb_sent", y="top1", hue="method", style="method", markers=True, dashes=False,
+                 errorbar=None, estimator="mean", ax=ax)
+    base = frame[frame["method"] == "baseline"]
+    if not base.empty:  # the fp32 reference point
+        ax.scatter(base["gb_sent"].mean(), base["top1"].mean(), marker="*", s=90, color="black", zorder=3,
+                   label=f"baseline, fp32 (n={len(base)})")
+    ax.legend(fontsize=7)
+    for _, row in swept.drop_duplicates(["method", "threshold"]).dropna(subset=["threshold"]).iterrows():
+        ax.annotate(f"{row['threshold']:g}", (row["gb_sent"], row["top1"]), fontsize=6, alpha=0.7,
+                    textcoords="offset points", xytext=(3, 3))
+    ax.set_xscale("log")
+    ax.set(xlabel="GB sent by all workers, on the wire (log)", ylabel="top-1 accuracy (%)")
+    return True
+
+
+def _accuracy_vs_workers(ax, frame: pd.DataFrame) -> bool:
+    import seaborn as sns
+
+    data = frame.assign(line=variant_labels(frame))
+    data = data[data.groupby("line")["workers"].transform("nunique") >= 2]  # lines, not lone points
+    if data["workers"].nunique() < 2:
+        return False
+    sns.lineplot(data=data, x="workers", y="top1", hue="line", marker="o", errorbar="sd", ax=ax)
+    ax.set_xscale("log", base=2)
+    ax.legend(fontsize=7)
+    backends = "; ".join(f"{b} at {', '.join(str(int(w)) for w in sorted(g['workers'].unique()))}"
+                         for b, g in data.groupby("backend", sort=True))
+    ax.set(xlabel=f"workers (log2; {backends})", ylabel="top-1 accuracy (%)")
+    return True
+
+
+def _accuracy_vs_delay(ax, frame: pd.DataFrame) -> bool:
+    import seaborn as sns
+
+    ssd = frame[frame["method"] == "ssdsgd"].dropna(subset=["k"])
+    # Table 2's runs: for each k its longest warm-up (499 or 500); Figure 4's shorter warm-ups are not delays
+    warmup = ssd["warmup"].fillna(0)
+    ssd = ssd[warmup >= warmup.groupby(ssd["k"]).transform("max") - 1]
+    if ssd["k"].nunique() < 2:
+        return False
+    sns.lineplot(data=ssd, x="k", y="top1", hue="local_rule", style="local_rule", markers=True, errorbar="sd",
+                 hue_order=sorted(ssd["local_rule"].unique()), style_order=sorted(ssd["local_rule"].unique()), ax=ax)
+    _baseline_line(ax, frame)
+    ax.legend(fontsize=7)
+    ax.set(xlabel="delay steps k", ylabel="top-1 accuracy (%)")
+    return True
+
+
+def _accuracy_vs_warmup(ax, frame: pd.DataFrame) -> bool:
+    import seaborn as sns
+
+    ssd = frame[frame["method"] == "ssdsgd"].dropna(subset=["k", "warmup"])
+    if ssd.empty:
+        return False
+    counts = ssd.groupby("k")["warmup"].nunique()
+    k = counts.idxmax()
+    swept = ssd[ssd["k"] == k]
+    if swept["warmup"].nunique() < 2:
+        return False
+    rules = sorted(swept["local_rule"].unique())
+    sns.lineplot(data=swept, x="warmup", y="top1", hue="local_rule", style="local_rule", markers=True,
+                 errorbar="sd", hue_order=rules, style_order=rules, ax=ax)
+    _baseline_line(ax, frame)
+    ax.legend(fontsize=7)
+    ax.set(xlabel=f"warm-up iterations (synchronous SGD before the delay; k = {k:g})", ylabel="top-1 accuracy (%)")
+    return True
+
+
+def _training_curves(ax, frame: pd.DataFrame) -> bool:
+    import seaborn as sns
+
+    labels = variant_labels(frame)
+    points = [{"step": h["step"], "train loss": h["train_loss"], "line": labels[i], "run": row["run_id"]}
+              for i, row in frame.iterrows() for h in row["history"] if h.get("train_loss") is not None]
+    if len(frame) < 2 or len({p["step"] for p in points}) < 3:
+        return False
+    sns.lineplot(data=pd.DataFrame(points), x="step", y="train loss", hue="line", units="run", estimator=None,
+                 lw=0.8, alpha=0.8, ax=ax)
+    ax.legend(fontsize=6)
+    ax.set_yscale("log")
+    return True
+
+
+def _throughput_vs_workers(ax, frame: pd.DataFrame, model: Callable | None = None) -> bool:
+    import seaborn as sns
+
+    data = frame.dropna(subset=["images_per_s"])
+    if data["workers"].nunique() < 2:
+        return False
+    data = data.assign(source="measured", line=variant_labels(data))
+    if model is not None:
+        modelled = model(data)
+        if modelled is not None and not modelled.empty:
+            data = pd.concat([data, modelled.assign(source="modelled")], ignore_index=True)
+    # the performance model's predictions for the same runs (bench.perfmodel.measured)
+    for column, source in (("modelled_images_per_s", "model, 1-worker profile"),
+                           ("loopback_modelled_images_per_s", "model, loopback profile")):
+        if column in data and data[column].notna().any():
+            modelled = data.dropna(subset=[column]).assign(images_per_s=lambda f, c=column: f[c], source=source)
+            data = pd.concat([data, modelled], ignore_index=True)
+    sns.lineplot(data=data, x="workers", y="images_per_s", hue="line", style="source", markers=True,
+                 errorbar=None, ax=ax)
+    ax.legend(fontsize=6)
+    ax.set_xticks(sorted(int(w) for w in data["workers"].unique()))
+    ax.set(xlabel="workers (one process each)", ylabel="images/s (training)")
+    return True
+
+
+def _real_data(f: pd.DataFrame) -> pd.DataFrame:
+    return f[~f["synthetic"]]
+
+
+FIGURES = [
+    Figure("accuracy-vs-bytes", "Accuracy vs bytes sent (threshold paper Figs. 3, 5, 7)",
+           ("task", "dataset", "workers", "backend", "steps", "global_batch", "optimizer", "net"),
+           lambda f: _real_data(f)[lambda d: d["method"].isin(THRESHOLD_METHODS + ("baseline",))], _accuracy_vs_bytes),
+    Figure("accuracy-vs-workers", "Accuracy vs workers (TernGrad Fig. 3)",
+           ("task", "dataset", "steps", "global_batch", "optimizer", "recipe", "net"),
+           lambda f: _real_data(f)[lambda d: d["method"].isin(("baseline", "terngrad"))], _accuracy_vs_workers),
+    Figure("accuracy-vs-delay", "Accuracy vs delay steps (SSD-SGD Table 2)",
+           ("task", "dataset", "workers", "steps", "global_batch", "optimizer", "net"),
+           lambda f: _real_data(f)[lambda d: d["method"].isin(("baseline", "ssdsgd"))], _accuracy_vs_delay),
+    Figure("accuracy-vs-warmup", "Accuracy vs warm-up length (SSD-SGD Fig. 4)",
+           ("task", "dataset", "workers", "steps", "global_batch", "optimizer", "net"),
+           lambda f: _real_data(f)[lambda d: d["method"].isin(("baseline", "ssdsgd"))], _accuracy_vs_warmup),
+    Figure("training-curves", "Training loss",
+           ("task", "dataset", "workers", "backend", "steps", "global_batch", "optimizer", "net"),
+           _real_data, _training_curves),
+    Figure("throughput-vs-workers", "Throughput vs workers",
+           ("task", "dataset", "steps", "batch_per_worker", "optimizer", "net"),
+           lambda f: f[f["backend"] == "dist"], _throughput_vs_workers),
+]
+
+
+def experiment_name(figure: Figure, key: dict) -> str:
+    parts = [figure.name, str(key["task"])]
+    for column, prefix in NAME_PARTS:
+        value = key.get(column)
+        if column in figure.fixed and value not in (None, "") and not pd.isna(value):
+            part = f"{prefix}{int(value) if isinstance(value, float) and value.is_integer() else value}"
+            if part != parts[-1]:  # a recipe named after its optimizer ("momentum") once
+                parts.append(part)
+    return "_".join(parts)
+
+
+def _subtitle(key: dict) -> str:
+    words = {"workers": "{} workers", "global_batch": "batch {}", "batch_per_worker": "{}/worker", "steps": "{} steps",
+             "net": "links {}"}
+    shown = [str(key["task"]), f"({key['dataset']})" if key.get("dataset") else ""]
+    shown += [words.get(c, "{}").format(int(v) if isinstance(v, float) and v.is_integer() else v)
+              for c, v in key.items() if c not in ("task", "dataset") and v not in (None, "") and not pd.isna(v)]
+    rest = list(dict.fromkeys(shown[2:]))  # a recipe named after its optimizer once
+    return " ".join(s for s in shown[:2] if s) + (", " + ", ".join(rest) if rest else "")
+
+
+def plot_all(results: Path, out: Path, model: Callable | None = None, formats=("png", "pdf")) -> list[Path]:
+    """Every figure the records support, one per experiment; returns the files written (sorted)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    sns.set_theme(style="whitegrid", context="paper")
+    frame = runs_frame(results)
+    written: list[Path] = []
+    if frame.empty:
+        return written
+    out.mkdir(parents=True, exist_ok=True)
+    if (frame["net"] != "").any():
+        from commbench.analysis.perfmodel.measured import comparison
+
+        rows = comparison(results)
+        for column in ("modelled_images_per_s", "loopback_modelled_images_per_s"):
+            frame[column] = frame["run_id"].map({row["run_id"]: row[column] for row in rows})
+    for figure in FIGURES:
+        selected = figure.select(frame)
+        if selected.empty:
+            continue
+        keys = list(figure.fixed)
+        for values, group in selected.groupby(keys, sort=True, dropna=False):
+            key = dict(zip(keys, values))
+            if key["net"] and figure.name == "throughput-vs-workers":  # the 1-worker point, which has no link
+                alone = selected[(selected["workers"] == 1) & (selected["net"] == "")]
+                for column in set(keys) - {"net"}:
+                    alone = alone[(alone[column] == key[column]) | (alone[column].isna() & pd.isna(key[column]))]
+                group = pd.concat([group, alone])
+            fig, ax = plt.subplots(figsize=(6, 4))
+            kwargs = {"model": model} if figure.draw is _throughput_vs_workers else {}
+            if figure.draw(ax, group.reset_index(drop=True), **kwargs):
+                ax.set_title(f"{figure.title}\n{_subtitle(key)}", fontsize=8)
+                fig.tight_layout()
+                for fmt in formats:
+                    path = out / f"{experiment_name(figure, key)}.{fmt}"
+                    # no creation date or software version in the files: the same records give the same bytes
+                    meta = {"CreationDate": None, "Producer": None} if fmt == "pdf" else {"Software": None}
+                    fig.savefig(path, dpi=120, metadata=meta)
+                    written.append(path)
+            plt.close(fig)
+    return sorted(written)

@@ -1,0 +1,176 @@
+"""``commbench report``: every table and figure in one markdown file and one self-contained HTML page.
+
+Regenerated from the records and the reference values only; nothing in it depends on when or where it was
+made (no timestamps, sorted inputs), so deleting every generated file and running it again gives the same
+bytes. The report is built as a list of blocks rendered twice (markdown, HTML), not converted.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+from dataclasses import dataclass
+from pathlib import Path
+
+from commbench.analysis.papers.reference import PAPERS
+from commbench.analysis.papers.tables import LEGEND, MISSING, build, layout, rows, sections
+from commbench.analysis.plots import plot_all
+from commbench.store.records import iter_records
+from commbench.analysis.table import COLUMNS, comparison, records_frame
+
+
+@dataclass(frozen=True)
+class Block:
+    kind: str            # "h1", "h2", "h3", "p", "table", "image", "pre"
+    text: str = ""
+    header: tuple = ()   # table columns
+    body: tuple = ()     # table rows (tuples of strings)
+    path: Path | None = None
+
+
+def _table_block(columns, records) -> Block:
+    return Block("table", header=tuple(columns), body=tuple(tuple(str(r[c]) for c in columns) for r in records))
+
+
+def record_digest(results: Path) -> tuple[int, str]:
+    """How many records went in, and a hash of their contents: names the exact inputs of a report."""
+    h = hashlib.sha256()
+    n = 0
+    for r in iter_records(results):
+        h.update(Path(r["_path"]).read_bytes())
+        n += 1
+    return n, h.hexdigest()[:16]
+
+
+def model_blocks() -> list[Block]:
+    """The performance models' headline numbers (TernGrad Figure 5 under the paper's assumptions)."""
+    try:
+        from commbench.analysis.perfmodel.report import report_blocks
+    except ImportError:  # the models are optional for a report
+        return []
+    return [Block(**b) for b in report_blocks()]
+
+
+def network_blocks(results: Path) -> list[Block]:
+    """Runs on the emulated network: measured images/s beside the model's prediction for the same setting."""
+    from commbench.analysis.perfmodel.measured import comparison
+
+    rows = comparison(results)
+    if not rows:
+        return []
+
+    def fmt(value, spec):
+        return "—" if value is None else format(value, spec)
+
+    def pct(value):
+        return fmt(value, "+.0f") + ("%" if value is not None else "")
+
+    header = ("task", "method", "workers", "link", "batch/worker", "measured images/s",
+              "model (1-worker profile)", "error", "model (loopback profile)", "error", "wire bytes/step",
+              "network term")
+    body = tuple((r["task"], r["method"], str(r["workers"]), r["net"], str(r["batch_per_worker"]),
+                  fmt(r["measured_images_per_s"], ".2f"), fmt(r["modelled_images_per_s"], ".2f"),
+                  pct(r["model_error_pct"]), fmt(r["loopback_modelled_images_per_s"], ".2f"),
+                  pct(r["loopback_model_error_pct"]), fmt(r["wire_bytes_per_step"], ",.0f"), r["network_term"])
+                 for r in rows)
+    return [Block("h2", "Emulated network: measured vs modelled throughput"),
+            Block("p", "Every process in its own network namespace, each link limited with tc tbf (--net). "
+                       "Modelled: TernGrad's weak-scaling model (supplement Eq. 8-9) with the link rate and the "
+                       "run's own ledger bytes per step, once with the 1-worker run's step time as the compute "
+                       "time (as the paper profiles it) and once with the step time of the same workers on the "
+                       "host's loopback (the same processes sharing the same cores, no rate limit; "
+                       "bench/perfmodel/measured.py). Runs with parameter servers are priced by their busiest "
+                       "links instead (the servers' ledger bytes over S links: the all-reduce of Eq. 8-9 does "
+                       "not describe them). A missing profile run leaves its column empty."),
+            Block("table", header=header, body=body)]
+
+
+def blocks(results: Path, figures_dir: Path) -> list[Block]:
+    n, digest = record_digest(results)
+    out = [Block("h1", "commbench report"),
+           Block("p", f"Regenerated from {n} run records under `{results}` (content hash {digest}) and the papers' "
+                      "reference values in `results/paper/`. Regenerate with `commbench report`.")]
+    frame = comparison(records_frame(results))
+    out.append(Block("h2", "All runs"))
+    out.append(_table_block(COLUMNS, frame.to_dict("records")) if not frame.empty else Block("p", "(no records)"))
+
+    out.append(Block("h2", "Paper tables"))
+    out.append(Block("p", LEGEND))
+    for (paper, source), group in sections(rows(build("all", results))):  # in each paper's own order
+        done = sum(r["reproduced"] != MISSING for r in group)
+        out.append(Block("h3", f"{PAPERS[paper]}: {source} ({done} of {len(group)} reproduced)"))
+        out.append(_table_block(*layout(group)))
+
+    out += model_blocks()
+    out += network_blocks(results)
+    figures = plot_all(results, figures_dir, formats=("png", "pdf"))
+    out.append(Block("h2", "Figures"))
+    if not figures:
+        out.append(Block("p", "(no records to plot)"))
+    for path in figures:
+        if path.suffix == ".png":
+            figure, _, setting = path.stem.partition("_")  # the name's parts: the figure, then its setting
+            out.append(Block("image", f"{figure}: {setting.replace('_', ', ')}", path=path))
+    return out
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def to_markdown(items: list[Block], base: Path) -> str:
+    lines: list[str] = []
+    for b in items:
+        if b.kind in ("h1", "h2", "h3"):
+            lines += ["#" * int(b.kind[1]) + " " + b.text, ""]
+        elif b.kind == "p":
+            lines += [b.text, ""]
+        elif b.kind == "pre":
+            lines += ["```", b.text.rstrip("\n"), "```", ""]
+        elif b.kind == "table":
+            lines.append("| " + " | ".join(b.header) + " |")
+            lines.append("|" + "---|" * len(b.header))
+            lines += ["| " + " | ".join(_md_escape(c) for c in row) + " |" for row in b.body]
+            lines.append("")
+        elif b.kind == "image":
+            lines += [f"![{b.text}]({b.path.relative_to(base).as_posix()})", ""]
+    return "\n".join(lines)
+
+
+def to_html(items: list[Block]) -> str:
+    """One page, figures embedded as data URIs, so it can be mailed or attached as it is."""
+    parts = ["<!DOCTYPE html>", "<html><head><meta charset='utf-8'><title>commbench report</title>",
+             "<style>body{font-family:sans-serif;max-width:1200px;margin:2em auto;padding:0 1em}"
+             "table{border-collapse:collapse;font-size:12px;margin-bottom:1.5em}"
+             "td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}th{background:#f3f3f3}"
+             "img{max-width:100%}</style></head><body>"]
+    for b in items:
+        if b.kind in ("h1", "h2", "h3"):
+            parts.append(f"<{b.kind}>{html.escape(b.text)}</{b.kind}>")
+        elif b.kind == "p":
+            parts.append(f"<p>{html.escape(b.text)}</p>")
+        elif b.kind == "pre":
+            parts.append(f"<pre>{html.escape(b.text)}</pre>")
+        elif b.kind == "table":
+            head = "".join(f"<th>{html.escape(c)}</th>" for c in b.header)
+            body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in b.body)
+            parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+        elif b.kind == "image":
+            data = base64.b64encode(b.path.read_bytes()).decode()
+            parts.append(f"<figure><img alt='{html.escape(b.text)}' src='data:image/png;base64,{data}'>"
+                         f"<figcaption>{html.escape(b.text)}</figcaption></figure>")
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
+
+
+def write_report(results: Path, out: Path) -> list[Path]:
+    """report.md, report.html and figures/ under ``out``; returns the files written."""
+    from commbench.store.records import atomic_write
+
+    out.mkdir(parents=True, exist_ok=True)
+    items = blocks(results, out / "figures")
+    md, page = out / "report.md", out / "report.html"
+    atomic_write(md, to_markdown(items, out))
+    atomic_write(page, to_html(items))
+    return [md, page]
+

@@ -1,0 +1,396 @@
+"""``commbench``: the command line (docs/contract.md). Exit 0 done/diverged, 1 failed run, 2 bad input."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from commbench.config import ConfigError, RunConfig, parse_set, resolve
+from commbench.cli import model as model_command
+
+GRIDS_DIR = Path(__file__).resolve().parent.parent / "grids"
+DATA_SETS = ("mnist", "fashion-mnist", "cifar10", "cifar10-jpeg")
+
+
+class BadInput(SystemExit):
+    def __init__(self, message: str):
+        print(f"commbench: error: {message}", file=sys.stderr)
+        super().__init__(2)
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, exit 2 (argparse would print the usage block too)
+        raise BadInput(message)
+
+
+def build_parser() -> Parser:
+    p = Parser(prog="commbench", description="Benchmark harness for communication-efficient distributed SGD.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
+
+    run = sub.add_parser("run", help="run one configuration")
+    run.add_argument("--task", required=True)
+    run.add_argument("--method", required=True)
+    run.add_argument("--workers", type=int)
+    run.add_argument("--backend", choices=["dist", "sim"])
+    steps = run.add_mutually_exclusive_group()
+    steps.add_argument("--steps", type=int)
+    steps.add_argument("--epochs", type=float)
+    run.add_argument("--tier", choices=["paper", "cpu", "smoke"])
+    run.add_argument("--dataset")
+    run.add_argument("--data-root")
+    run.add_argument("--seed", type=int)
+    run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    run.add_argument("--out", default="results")
+    run.add_argument("--force", action="store_true", help="run again even if a done record exists")
+    run.add_argument("--save-weights", action="store_true", help="also save worker 0's final weights")
+    run.add_argument("--quiet", action="store_true", help="no progress output")
+    run.add_argument("--net", metavar="RATE", help="dist only, needs root: every process in its own network "
+                                                   "namespace, each link limited to RATE (1gbit, 100mbit, 500kbit)")
+
+    sweep = sub.add_parser("sweep", help="run every configuration of a grid file")
+    sweep.add_argument("grid")
+    sweep.add_argument("--launcher", choices=["local", "slurm"], default="local")
+    sweep.add_argument("--profile", help="slurm: cluster profile, a name in slurm/profiles/ or a path "
+                                         "(default: the grid's slurm.profile)")
+    sweep.add_argument("--wait", action="store_true", help="slurm: block until every run has a record")
+    sweep.add_argument("--out", default="results")
+    sweep.add_argument("--dry-run", action="store_true")
+    sweep.add_argument("--data-root")
+    sweep.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                       help="a setting for every run of the grid (not one of its axes), e.g. steps=500")
+    sweep.add_argument("--only", action="append", default=[], metavar="AXIS=V1,V2",
+                       help="run only the runs whose AXIS takes one of these values (a part of a long campaign)")
+    sweep.add_argument("--quiet", action="store_true")
+    sweep.add_argument("--max-runs", type=int, default=None, metavar="N",
+                       help="allow a grid of more than 10,000 runs (the product of its axes), up to N")
+
+    status = sub.add_parser("status", help="each stored run and its state")
+    status.add_argument("--out", default="results")
+    status.add_argument("--grid", help="also list this grid's runs that have no record yet (what is left)")
+    status.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="as for sweep")
+    status.add_argument("--only", action="append", default=[], metavar="AXIS=V1,V2", help="as for sweep")
+    status.add_argument("--max-runs", type=int, default=None, metavar="N", help="as for sweep")
+
+    table = sub.add_parser("table", help="comparison table from the stored records")
+    table.add_argument("--results", default="results")
+    table.add_argument("--paper", choices=["terngrad", "threshold", "ssdsgd", "all"],
+                       help="rebuild a paper's tables: its values beside the reproduced ones")
+    table.add_argument("--format", choices=["md", "csv", "latex"], default="md")
+    table.add_argument("--out")
+    table.add_argument("--target", type=float, metavar="TOP1",
+                       help="time to accuracy: seconds until a run first reaches this top-1 (a fraction, e.g. 0.85); "
+                            "default: the setting's baseline's final top-1 minus 0.005")
+
+    plot = sub.add_parser("plot", help="figures from the stored records (PNG and PDF)")
+    plot.add_argument("--results", default="results")
+    plot.add_argument("--out", default="results/figures")
+
+    report = sub.add_parser("report", help="every table and figure in one markdown report and HTML page")
+    report.add_argument("--results", default="results")
+    report.add_argument("--out", default="results/report")
+
+    model_command.add_parser(sub)
+
+    data = sub.add_parser("data", help="provision real data sets into the data root (local mirror, Debian's "
+                                       "package, download) and say which are there")
+    data.add_argument("names", nargs="*", metavar="NAME",
+                      help=f"data sets to provision (default: all of {', '.join(DATA_SETS)})")
+    data.add_argument("--data-root", default="data", help="where runs read data (default: %(default)s)")
+    data.add_argument("--quiet", action="store_true", help="print nothing; the exit status says it all")
+
+    lst = sub.add_parser("list", help="tasks, methods or grids")
+    lst.add_argument("what", choices=["tasks", "methods", "grids"])
+    return p
+
+
+def run_settings(args) -> dict:
+    settings = {"task": args.task, "method": args.method, "workers": args.workers, "backend": args.backend,
+                "steps": args.steps, "epochs": args.epochs, "tier": args.tier, "dataset": args.dataset,
+                "data_root": args.data_root, "seed": args.seed, "net": args.net}
+    settings = {k: v for k, v in settings.items() if v is not None}
+    for key, value in parse_set(args.set).items():
+        if key in settings and settings[key] != value:
+            raise ConfigError(f"{key}: given both as a flag and by --set")
+        settings[key] = value
+    return settings
+
+
+def cmd_run(args) -> int:
+    from commbench.launch.runner import RankFailed, RecordNotWritten, execute, summary
+
+    from commbench.launch.preflight import check_runs
+
+    cfg = resolve(run_settings(args))
+    check_runs([cfg], args.out)
+    try:
+        result = execute(cfg, Path(args.out), force=args.force, save_weights=args.save_weights,
+                         show_progress=not args.quiet)
+    except RankFailed as exc:  # one process of a torchrun/srun launch: exit 1 so the launcher stops the rest
+        print(f"commbench: {cfg.run_id}: failed: {exc}", file=sys.stderr)
+        return 1
+    except RecordNotWritten as exc:
+        print(f"commbench: {exc}", file=sys.stderr)
+        return 1
+    if result.path is None:
+        return 0
+    if result.skipped:
+        print(f"skip: {cfg.run_id} already {result.record['status']} ({result.path}; --force runs it again)")
+    print(summary(cfg, result.record))
+    return 1 if result.record["status"] == "failed" else 0
+
+
+def only(runs: list[RunConfig], grid, filters: list[str]) -> list[RunConfig]:
+    """The runs whose axis values are among those named (``--only workers=1,2``)."""
+    axes = grid.values()
+    for item in filters:
+        axis, sep, values = item.partition("=")
+        if not sep or not values:
+            raise ConfigError(f"--only {item!r}: expected AXIS=V1,V2")
+        if axis not in axes:
+            raise ConfigError(f"--only {axis}: not an axis of the grid (axes: {', '.join(axes)})")
+        wanted = {v.strip() for v in values.split(",")}
+        unknown = wanted - {str(v) for v in axes[axis]}
+        if unknown:
+            raise ConfigError(f"--only {axis}: {', '.join(sorted(unknown))} not among the axis values "
+                              f"({', '.join(map(str, axes[axis]))})")
+        runs = [c for c in runs if str(_axis_value(c, axis)) in wanted]
+    return runs
+
+
+def _axis_value(cfg: RunConfig, axis: str):
+    if axis.startswith("method."):
+        return cfg.method_params.get(axis.split(".", 1)[1])
+    if axis == "recipe":
+        return cfg.recipe
+    outer, dot, inner = axis.partition(".")
+    if dot and isinstance(getattr(cfg, outer, None), dict):  # optimizer.momentum, lr_schedule.base_lr, eval.every
+        return getattr(cfg, outer).get(inner)
+    return getattr(cfg, axis.replace(".", "_"), None)
+
+
+def grid_runs(path: str, sets: list[str], filters: list[str], data_root: str | None = None,
+              max_runs: int | None = None):
+    """A grid's runs, with ``--set`` applied to every run and ``--only`` picking a part."""
+    from commbench.config.grid import MAX_RUNS, expand, load_grid
+
+    grid = load_grid(path)
+    if data_root:
+        grid.base["data_root"] = data_root
+    for key, value in parse_set(sets).items():
+        if key in grid.values():
+            raise ConfigError(f"--set {key}: is an axis of {path}; change the grid instead")
+        grid.base[key] = value
+    return grid, only(expand(grid, max_runs or MAX_RUNS), grid, filters)
+
+
+def cmd_sweep(args) -> int:
+    grid, runs = grid_runs(args.grid, args.set, args.only, args.data_root, args.max_runs)
+    nets = sorted({cfg.net for cfg in runs if cfg.net})
+    if nets and args.launcher != "local":
+        raise ConfigError(f"net: an emulated network ({', '.join(nets)}) needs --launcher local (it puts the "
+                          f"processes of one machine in network namespaces); a Slurm job uses the cluster's network")
+    if nets and not args.dry_run:
+        from commbench.launch.netns import require_netns
+
+        require_netns()
+    if not args.dry_run:
+        from commbench.launch.preflight import check_runs
+
+        check_runs(runs, args.out, local=args.launcher == "local")
+    profile = None
+    if args.launcher == "slurm":
+        from commbench.launch.profile import load_profile, run_shape
+
+        profile = load_profile(args.profile, grid.slurm)
+    elif args.profile or args.wait:
+        raise ConfigError(f"{'--profile' if args.profile else '--wait'}: only with --launcher slurm")
+    if args.dry_run:
+        for cfg in runs:
+            line = (f"{cfg.run_id}  {cfg.task} {cfg.method} workers={cfg.workers} backend={cfg.backend} "
+                    f"dataset={cfg.dataset} steps={cfg.steps} seed={cfg.seed} "
+                    f"{f'net={cfg.net} ' if cfg.net else ''}{cfg.method_params or ''}").rstrip()
+            print(line + (f"  [slurm: {run_shape(cfg, profile).describe()}]" if profile else ""))
+        return 0
+    if profile is not None:
+        from commbench.launch.slurm import SubmitError, submit, wait
+
+        try:
+            submitted = submit(runs, Path(args.out), profile, grid.name)
+        except SubmitError as exc:
+            print(f"commbench: error: {exc}", file=sys.stderr)
+            return 1
+        if not args.wait:
+            if submitted:
+                print(f"jobs submitted; follow them with: commbench status --out {args.out}", file=sys.stderr)
+            return 0
+        return wait(Path(args.out), [c.run_id for c in runs], show_progress=not args.quiet)
+    from commbench.launch.sweep import run_local_sweep
+
+    return run_local_sweep(runs, Path(args.out), show_progress=not args.quiet)
+
+
+def cmd_status(args) -> int:
+    from commbench.launch.queue import queue_states, reconcile, record_is_current, submissions
+    from commbench.store.records import iter_records
+
+    out = Path(args.out)
+    records = {r["run_id"]: r for r in iter_records(out)}
+    notes = submissions(out)
+    states = queue_states([n["job_id"] for n in notes.values()]) if notes else {}
+    current = reconcile(out, notes, states)  # writes failed records for jobs that died without one
+    records = {r["run_id"]: r for r in iter_records(out)}
+    todo = []
+    if args.grid:  # only this grid's runs: those with a record or a job, then those still to do
+        wanted = grid_runs(args.grid, args.set, args.only, max_runs=args.max_runs)[1]
+        ids = {c.run_id for c in wanted}
+        records = {k: v for k, v in records.items() if k in ids}
+        notes = {k: v for k, v in notes.items() if k in ids}
+        todo = [c for c in wanted if c.run_id not in notes and c.run_id not in records]
+    if not records and not notes and not todo:
+        print(f"no records under {args.out}")
+        return 0
+    counts: dict[str, int] = {}
+    for run_id in sorted(set(records) | set(notes)):
+        r, note = records.get(run_id), notes.get(run_id)
+        state = current.get(run_id) or r["status"]
+        counts[state] = counts.get(state, 0) + 1
+        c = (r or {}).get("config") or note["config"]
+        m = (r or {}).get("metrics", {}) if record_is_current(r, note) else {}
+        top1 = f"{m['top1']:.4f}" if m.get("top1") is not None else "—"
+        job = f"  job {note['job_id']}" if note else ""
+        progress = _checkpoint_step(out, run_id) if state in ("running", "pending", "requeued") else None
+        steps = f"{m.get('steps')}/{c.get('steps')}" if m else (f"{progress}/{c.get('steps')} (checkpoint)"
+                                                                  if progress else f"-/{c.get('steps')}")
+        error = r.get("error") if r is not None and record_is_current(r, note) else None
+        print(f"{state:9s} {run_id}  {c.get('task')} {c.get('method')} w={c.get('workers')} {c.get('backend')} "
+              f"steps={steps} top1={top1}{job}" + (f"  ({error})" if error else ""))
+    for c in todo:
+        counts["to do"] = counts.get("to do", 0) + 1
+        print(f"{'to do':9s} {c.run_id}  {c.task} {c.method} w={c.workers} {c.backend} steps=-/{c.steps}")
+    if notes and states is None:
+        print("(no Slurm commands here: the queue state of submitted runs is unknown)", file=sys.stderr)
+    print(", ".join(f"{n} {s}" for s, n in sorted(counts.items())), file=sys.stderr)
+    return 0
+
+
+def _checkpoint_step(out: Path, run_id: str) -> int | None:
+    from commbench.run.checkpoint import Checkpoints
+    from commbench.launch.runner import checkpoint_dir
+
+    latest = Checkpoints(checkpoint_dir(out, run_id)).latest()
+    return latest["step"] if latest else None
+
+
+def cmd_table(args) -> int:
+    if not Path(args.results).is_dir():
+        raise ConfigError(f"--results {args.results}: no such folder")
+    if args.paper:
+        from commbench.analysis.papers.tables import build, render as render_paper, rows
+
+        text = render_paper(rows(build(args.paper, Path(args.results))), args.format)
+    else:
+        from commbench.analysis.table import comparison, records_frame, render
+
+        if args.format == "latex":
+            raise ConfigError("--format latex: only for --paper tables (use md or csv)")
+        text = render(comparison(records_frame(Path(args.results)), args.target), args.format)
+    if args.out:
+        from commbench.store.records import atomic_write
+
+        atomic_write(Path(args.out), text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_plot(args) -> int:
+    from commbench.analysis.plots import plot_all
+
+    if not Path(args.results).is_dir():
+        raise ConfigError(f"--results {args.results}: no such folder")
+    written = plot_all(Path(args.results), Path(args.out))
+    for path in written:
+        print(path)
+    if not written:
+        print(f"plot: no done runs under {args.results}; nothing to draw", file=sys.stderr)
+    return 0
+
+
+def cmd_report(args) -> int:
+    from commbench.analysis.report import write_report
+
+    if not Path(args.results).is_dir():
+        raise ConfigError(f"--results {args.results}: no such folder")
+    for path in write_report(Path(args.results), Path(args.out)):
+        print(path)
+    return 0
+
+
+def cmd_data(args) -> int:
+    """Exit 0 when every named data set is ready (with no names: always, after saying which are), 1 if not."""
+    from commbench.tasks.data import DataUnavailable, provisioners
+
+    unknown = [n for n in args.names if n not in DATA_SETS]
+    if unknown:
+        raise ConfigError(f"data set {unknown[0]!r}: not one commbench provisions; one of {', '.join(DATA_SETS)}")
+    missing = 0
+    for name in args.names or DATA_SETS:
+        if not args.quiet and sys.stderr.isatty():  # decoding cifar10-jpeg the first time takes ~20 s
+            print(f"{name}: provisioning in {args.data_root} ...", end="\r", file=sys.stderr, flush=True)
+        try:
+            found = provisioners()[name](Path(args.data_root))
+        except DataUnavailable as exc:
+            missing += 1
+            line = str(exc).splitlines()[0]
+            text = f"{name:14s} unavailable  {line[len(name) + 2:] if line.startswith(name + ':') else line}"
+        else:
+            found = found if isinstance(found, dict) else {"source": found}
+            checked = (f"; MD5 verified ({len(found['md5'])} files)" if found.get("verified") == "md5" and
+                       found.get("md5") else "")
+            stands = f"; stands in for {found['substitute_for']}" if found.get("substitute_for") else ""
+            text = f"{name:14s} ready        {found.get('source')}{checked}{stands}"
+        if not args.quiet:
+            print(text + (" " * 8 if sys.stderr.isatty() else ""))  # over the progress line
+    return 1 if missing and args.names else 0
+
+
+def cmd_list(args) -> int:
+    if args.what == "tasks":
+        from commbench.tasks import TASKS
+
+        for t in TASKS.values():
+            datasets = ", ".join(f"{d} (paper)" if d == t.paper_dataset else d for d in t.datasets)
+            print(f"{t.name}: {t.summary}\n"
+                  f"    model     {t.model_name}: {t.parameter_count():,} parameters ({t.classes} classes)\n"
+                  f"    variants  {', '.join(t.variants)}\n"
+                  f"    datasets  {datasets}\n"
+                  f"    recipes   {', '.join(t.recipes)}")
+    elif args.what == "methods":
+        from commbench.methods import METHODS, param_fields
+
+        for m in METHODS.values():
+            params = ", ".join(f"method.{n}" for n in param_fields(m.Params)) or "no parameters"
+            print(f"{m.name:10s} {m.summary} ({params})")
+    else:
+        for g in sorted(GRIDS_DIR.rglob("*.yaml")):
+            print(g.relative_to(GRIDS_DIR.parent.parent))
+    return 0
+
+
+COMMANDS = {"run": cmd_run, "sweep": cmd_sweep, "status": cmd_status, "table": cmd_table, "plot": cmd_plot,
+            "report": cmd_report, "model": model_command.run, "data": cmd_data, "list": cmd_list}
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        return COMMANDS[args.command](args)
+    except ConfigError as exc:
+        raise BadInput(str(exc)) from None
+    except KeyboardInterrupt as exc:  # Ctrl-C; or SIGTERM while an emulated network existed (launch.netns)
+        print(f"commbench: {getattr(exc, 'reason', 'interrupted')}", file=sys.stderr)
+        return getattr(exc, "exit_code", 130)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,437 @@
+"""The run configuration: every setting typed and validated once, at the boundary.
+
+A run is described by *settings*: a flat mapping of dotted keys (``task``, ``optimizer.momentum``,
+``method.clip``, ...) to values, as they come from the command line, ``--set`` or a grid file.
+:func:`resolve` layers them over the task's recipe and tier and returns a frozen :class:`RunConfig`, or
+raises :class:`ConfigError` naming the bad item. Nothing runs and nothing is written before that.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import re
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+import yaml
+
+from commbench.methods import METHODS, param_fields
+from commbench.tasks import TASKS, Cited
+
+
+class ConfigError(ValueError):
+    """Bad input. ``str(err)`` is the one line printed before exit code 2."""
+
+
+# A YAML document is a graph: an alias reuses a node, so 400 bytes of nested aliases stand for billions of
+# values, which anything that walks the result (printing, hashing a run id) expands. Refused past this size.
+MAX_YAML_VALUES = 100_000
+
+
+def load_yaml(text: str, what: str) -> Any:
+    """``yaml.safe_load`` for text from users (grids, profiles, --set values), refusing documents whose aliases
+    expand past :data:`MAX_YAML_VALUES` values. Raises ConfigError (naming ``what``) or yaml.YAMLError."""
+    node = yaml.compose(text, Loader=yaml.SafeLoader)
+    if node is not None:
+        sizes: dict[int, int] = {}
+
+        def size(n) -> int:
+            if id(n) in sizes:
+                return sizes[id(n)]
+            sizes[id(n)] = MAX_YAML_VALUES + 1  # a node that contains itself expands without end
+            if isinstance(n, yaml.SequenceNode):
+                total = 1 + sum(size(c) for c in n.value)
+            elif isinstance(n, yaml.MappingNode):
+                total = 1 + sum(size(k) + size(v) for k, v in n.value)
+            else:
+                total = 1
+            sizes[id(n)] = min(total, MAX_YAML_VALUES + 1)
+            return sizes[id(n)]
+
+        if size(node) > MAX_YAML_VALUES:
+            raise ConfigError(f"{what}: its YAML aliases expand to more than {MAX_YAML_VALUES:,} values; refused")
+    return yaml.safe_load(text)
+
+
+# -- value parsers --------------------------------------------------------------------------------------
+def _int(minimum: int | None = None, maximum: int | None = None) -> Callable[[str, Any], int]:
+    def parse(key, v):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or (isinstance(v, float) and not math.isfinite(v)) \
+                or int(v) != v:
+            raise ConfigError(f"{key}: expected an integer, got {v!r}")
+        if minimum is not None and v < minimum:
+            raise ConfigError(f"{key}: must be >= {minimum}, got {v!r}")
+        if maximum is not None and v > maximum:
+            raise ConfigError(f"{key}: must be <= {maximum:,}, got {v!r}")
+        return int(v)
+    return parse
+
+
+def _float(minimum: float | None = None, maximum: float | None = None) -> Callable[[str, Any], float]:
+    def parse(key, v):
+        if isinstance(v, str):  # YAML 1.1 reads 1e-4 (no dot) as a string
+            try:
+                v = float(v)
+            except ValueError:
+                pass
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise ConfigError(f"{key}: expected a number, got {v!r}")
+        if (minimum is not None and v < minimum) or (maximum is not None and v > maximum):
+            raise ConfigError(f"{key}: must be in [{minimum}, {maximum}], got {v!r}")
+        return float(v)
+    return parse
+
+
+def _choice(*options: str) -> Callable[[str, Any], str]:
+    def parse(key, v):
+        if v not in options:
+            raise ConfigError(f"{key}: {v!r} is not one of {', '.join(options)}")
+        return v
+    return parse
+
+
+def _str(key, v):
+    if not isinstance(v, str) or not v:
+        raise ConfigError(f"{key}: expected a name, got {v!r}")
+    return v
+
+
+def _opt_str(key, v):
+    return None if v is None else _str(key, v)
+
+
+def _int_list(key, v):
+    if not isinstance(v, (list, tuple)) or not all(isinstance(i, int) and not isinstance(i, bool) and i > 0
+                                                   for i in v):
+        raise ConfigError(f"{key}: expected a list of positive integers, got {v!r}")
+    return [int(i) for i in v]
+
+
+def _opt_int(minimum: int):
+    inner = _int(minimum)
+    return lambda key, v: None if v is None else inner(key, v)
+
+
+# Link rates of an emulated network (``net``): tc's own notation, bits per second.
+NET_UNITS = {"kbit": 1e3, "mbit": 1e6, "gbit": 1e9}
+_NET_RATE = re.compile(r"^(\d+(?:\.\d+)?)(kbit|mbit|gbit)$")
+
+
+def net_rate_bits(rate: str) -> float:
+    """``"100mbit"`` -> 1e8 (bits per second). Raises ConfigError for anything but ``<number><kbit|mbit|gbit>``."""
+    m = _NET_RATE.match(rate.strip().lower()) if isinstance(rate, str) else None
+    if m is None or float(m.group(1)) <= 0:
+        raise ConfigError(f"net: {rate!r} is not a link rate (expected <number><kbit|mbit|gbit>, e.g. 1gbit)")
+    return float(m.group(1)) * NET_UNITS[m.group(2)]
+
+
+def _net(key, v):
+    net_rate_bits(v)
+    return v.strip().lower()  # one spelling per rate: the run id does not depend on case
+
+
+def _bool(key, v):
+    if not isinstance(v, bool):
+        raise ConfigError(f"{key}: expected true or false, got {v!r}")
+    return v
+
+
+LR_KINDS = ("fixed", "step", "multistep", "poly", "exp")
+MAX_STEPS = 10 ** 9  # more iterations than any paper trains (TernGrad's longest: 370K); a typo beyond it
+MAX_WORKERS = 4096
+OPTIMIZERS = ("sgd", "momentum", "adam")
+TIERS = ("paper", "cpu", "smoke")
+
+# Every setting a run knows, with its parser. ``method.<param>`` keys are checked against the method.
+KEYS: dict[str, Callable[[str, Any], Any]] = {
+    "task": _str, "method": _str, "dataset": _opt_str, "recipe": _opt_str, "data_root": _opt_str,
+    "workers": _int(1, MAX_WORKERS), "backend": _choice("dist", "sim"), "seed": _int(0, 2 ** 64 - 1),
+    "tier": _choice(*TIERS), "steps": _int(1, MAX_STEPS), "epochs": _float(1e-9, 1e6), "global_batch": _int(1),
+    "model.variant": _opt_str, "model.dropout": _float(0, 1),
+    "optimizer.name": _choice(*OPTIMIZERS), "optimizer.momentum": _float(0, 1),
+    "optimizer.momentum_form": _choice("lr_outside", "lr_inside"),
+    "optimizer.beta1": _float(0, 1), "optimizer.beta2": _float(0, 1), "optimizer.eps": _float(0),
+    "lr_schedule.kind": _choice(*LR_KINDS), "lr_schedule.base_lr": _float(0),
+    "lr_schedule.power": _float(0), "lr_schedule.end_lr": _float(0), "lr_schedule.gamma": _float(0),
+    "lr_schedule.step_size": _int(1), "lr_schedule.milestones": _int_list, "lr_schedule.warmup_steps": _int(0),
+    "weight_decay": _float(0), "ema": _float(0, 1),
+    "eval.every": _int(0), "eval.batch_size": _int(1),
+    "device": _choice("auto", "cpu", "cuda"), "threads": _opt_int(1), "fail_at_step": _opt_int(0),
+    "deterministic": _bool, "checkpoint.every": _int(0), "step_sleep_s": _float(0, 60),
+    "net": _net,
+    "exchange": _choice("overlapped", "after-backward"), "bucket_mb": _float(0.001, 100_000),
+}
+
+# Defaults that hold for every task unless its recipe says otherwise (each with its reason).
+GENERIC: dict[str, Cited] = {
+    "backend": Cited("dist", "harness default: real torch.distributed workers"),
+    "workers": Cited(1, "harness default"),
+    "seed": Cited(1, "harness default"),
+    "tier": Cited("paper", "harness default"),
+    "optimizer.momentum": Cited(0.0, "harness default (no momentum)"),
+    "optimizer.momentum_form": Cited("lr_outside", "harness default: torch's and TF's momentum, "
+                                                   "buf = m buf + g; w -= lr buf"),
+    "optimizer.beta1": Cited(0.9, "TF/torch Adam default"), "optimizer.beta2": Cited(0.999, "TF/torch Adam default"),
+    "optimizer.eps": Cited(1e-8, "TF/torch Adam default"),
+    "lr_schedule.power": Cited(1.0, "harness default"), "lr_schedule.end_lr": Cited(0.0, "harness default"),
+    "lr_schedule.gamma": Cited(0.1, "Caffe/TF decay factor default 0.1"),
+    "lr_schedule.step_size": Cited(None, "harness default: unset"),
+    "lr_schedule.milestones": Cited([], "harness default: none"),
+    "weight_decay": Cited(0.0, "harness default"), "ema": Cited(0.0, "harness default: no EMA"),
+    "eval.every": Cited(0, "harness default: 0 = four evaluations plus the final one"),
+    "eval.batch_size": Cited(500, "harness default"),
+    "device": Cited("auto", "harness default: CUDA when available"),
+    "threads": Cited(None, "harness default: the machine's cores split among local workers"),
+    "fail_at_step": Cited(None, "harness default: off (testing aid)"),
+    "deterministic": Cited(False, "harness default"),
+    "checkpoint.every": Cited(0, "harness default: checkpoint only when a stop signal (SIGUSR1/2) asks"),
+    "step_sleep_s": Cited(0.0, "harness default: off (testing aid: a slow step, to meet a time limit)"),
+    "net": Cited(None, "harness default: the host's own network, not emulated"),
+    "exchange": Cited("overlapped", "harness default: as DistributedDataParallel, gradients travel in buckets "
+                                    "whose exchange starts while backward runs"),
+    "bucket_mb": Cited(25.0, "torch DistributedDataParallel default bucket_cap_mb=25 (first bucket 1 MiB)"),
+}
+
+# Settings that change how a run executes but not what it computes: left out of the run id.
+NOT_IN_ID = ("data_root", "threads", "sources", "overrides", "checkpoint_every", "step_sleep_s")
+# Fields added after the first records were made: out of the id while empty (see RunConfig.model_options), so
+# a run that does not use them keeps the id it had before they existed.
+ADDED_EMPTY = ("model_options", "net")
+# Fields out of the id while they hold the value every record had before they existed (a nested one by its dotted
+# name): a method's version is 1 unless its computation has changed since (methods.base.Method.version), and
+# momentum keeps lr outside unless a recipe says Caffe's or MXNet's form.
+IMPLICIT = {"method_version": 1, "optimizer.momentum_form": "lr_outside", "exchange": "after-backward",
+            "bucket_mb": 25.0}
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """A fully resolved run. Units: steps are iterations; batches are samples; lr in optimizer units."""
+
+    task: str
+    method: str
+    dataset: str
+    workers: int
+    backend: str
+    seed: int
+    tier: str
+    recipe: str
+    steps: int
+    global_batch: int
+    batch_per_worker: int
+    model_variant: str
+    optimizer: dict
+    lr_schedule: dict
+    weight_decay: float
+    ema: float
+    eval: dict
+    method_params: dict
+    device: str
+    threads: int | None
+    deterministic: bool
+    fail_at_step: int | None
+    data_root: str | None
+    # Model options a recipe sets (dropout); left out of the run id while empty, so records made before the
+    # field existed keep their ids.
+    model_options: dict = field(default_factory=dict)
+    sources: dict = field(default_factory=dict)    # key -> where its value came from
+    overrides: dict = field(default_factory=dict)  # key -> {"paper": v, "used": v, "by": ...}
+    checkpoint_every: int = 0  # steps between checkpoints; 0: only when a stop signal asks
+    step_sleep_s: float = 0.0  # testing aid: sleep after every step (a run long enough to meet a time limit)
+    # Emulated network (dist only, local launcher): every process in its own network namespace, each link
+    # limited to this rate ("1gbit"); None: the host's own network. Part of the run id when set, since runs at
+    # different rates are different measurements (bench/launch/netns.py).
+    net: str | None = None
+    # The method's computation version (methods.base.Method.version): in the run id from version 2 on, so a
+    # changed method is re-run rather than taken as done from an old record.
+    method_version: int = 1
+    # How gradients travel: "overlapped" (per bucket of bucket_mb, started while backward runs, as DDP) or
+    # "after-backward" (the whole gradient after backward: every record made before the switch existed).
+    exchange: str = "after-backward"
+    bucket_mb: float = 25.0
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @property
+    def run_id(self) -> str:
+        return run_id_of(self.to_dict())
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "RunConfig":
+        return cls(**{f.name: d[f.name] for f in dataclasses.fields(cls) if f.name in d})
+
+
+def run_id_of(config: Mapping[str, Any]) -> str:
+    """Deterministic id: readable prefix + hash of the resolved configuration (never the clock)."""
+    identity = {k: v for k, v in config.items() if k not in NOT_IN_ID and not (k in ADDED_EMPTY and not v)
+                and not (k in IMPLICIT and v == IMPLICIT[k])}
+    for key, value in IMPLICIT.items():  # nested ones (optimizer.momentum_form): out of their dict at that value
+        outer, dot, inner = key.partition(".")
+        if dot and isinstance(identity.get(outer), dict) and identity[outer].get(inner) == value:
+            identity[outer] = {k: v for k, v in identity[outer].items() if k != inner}
+    digest = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:10]
+    return f"{config['task']}_{config['method']}_w{config['workers']}_{digest}"
+
+
+def parse_set(items: list[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` strings to settings; values read as YAML scalars (``0`` int, ``true`` bool, ``[1,2]``)."""
+    out = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--set {item!r}: expected KEY=VALUE")
+        try:
+            out[key.strip()] = load_yaml(raw, f"--set {key.strip()}") if raw.strip() else ""
+        except yaml.YAMLError:
+            raise ConfigError(f"--set {key}: cannot read value {raw!r}") from None
+    return out
+
+
+def method_param_types(method: str) -> dict[str, Any]:
+    cls = METHODS[method].Params
+    hints = typing.get_type_hints(cls)
+    return {name: hints[name] for name in param_fields(cls)}
+
+
+def _coerce_method_param(method: str, key: str, typ: Any, v: Any) -> Any:
+    if typ is bool:
+        return _bool(key, v)
+    if typ is int:
+        return _int()(key, v)
+    if typ is float:
+        return _float()(key, v)
+    if typ is str:
+        return _str(key, v)
+    return v
+
+
+def check_names(settings: Mapping[str, Any]) -> None:
+    """Unknown keys, tasks, methods: the checks a grid can make before choosing per-run values."""
+    for key in settings:
+        if key not in KEYS and not key.startswith("method."):
+            raise ConfigError(f"unknown key {key!r}")
+    if "task" in settings and settings["task"] not in TASKS:
+        raise ConfigError(f"task: unknown task {settings['task']!r} (known: {', '.join(TASKS)})")
+    if "method" in settings and settings["method"] not in METHODS:
+        raise ConfigError(f"method: unknown method {settings['method']!r} (known: {', '.join(METHODS)})")
+
+
+def resolve(settings: Mapping[str, Any]) -> RunConfig:
+    """Layer settings over generic defaults < task recipe < tier; validate everything; build the config."""
+    settings = {k: v for k, v in settings.items() if v is not None}
+    check_names(settings)
+    for required in ("task", "method"):
+        if required not in settings:
+            raise ConfigError(f"{required}: missing (--{required} NAME)")
+    task = TASKS[settings["task"]]
+    method = settings["method"]
+
+    recipe_name = settings.get("recipe") or next(iter(task.recipes))
+    if recipe_name not in task.recipes:
+        raise ConfigError(f"recipe: {task.name} has no recipe {recipe_name!r} (known: {', '.join(task.recipes)})")
+    tier = KEYS["tier"]("tier", settings.get("tier", "paper"))
+    # A paper may train one method with other values (TernGrad's dropout and weight decay): the task's
+    # per-method overlay is part of the published recipe for that method.
+    overlay = {k: c for k, c in task.method_overlay(recipe_name, method).items() if not k.startswith("method.")}
+    paper = {**GENERIC, **task.recipes[recipe_name], **overlay}
+    layered: dict[str, tuple[Any, str]] = {k: (c.value, c.source) for k, c in paper.items()}
+    for k, c in task.tiers.get(tier, {}).items():
+        layered[k] = (c.value, f"tier {tier}: {c.source}")
+    for k, v in settings.items():
+        if not k.startswith("method."):
+            layered[k] = (v, "set by user")
+
+    values: dict[str, Any] = {}
+    for k, (v, _src) in layered.items():
+        values[k] = v if v is None else KEYS[k](k, v)
+
+    dataset = values.get("dataset") or task.paper_dataset
+    if dataset not in task.datasets:
+        raise ConfigError(f"dataset: {task.name} does not accept {dataset!r} (accepts: {', '.join(task.datasets)})")
+    variant = values.get("model.variant") or task.variants[0]
+    if variant not in task.variants:
+        raise ConfigError(f"model.variant: {task.name} has no variant {variant!r} (known: {', '.join(task.variants)})")
+
+    workers, global_batch = values["workers"], values["global_batch"]
+    if global_batch % workers:
+        raise ConfigError(f"global_batch: {global_batch} does not split evenly over {workers} workers")
+    if global_batch > task.train_size(dataset):
+        raise ConfigError(f"global_batch: {global_batch} is more than the {task.train_size(dataset):,} training "
+                          f"images of {dataset}")
+    if values.get("net") is not None and values["backend"] != "dist":
+        raise ConfigError(f"net: an emulated network ({values['net']}) needs backend dist, not "
+                          f"{values['backend']} (sim workers share one process and send nothing over a network)")
+    if "epochs" in settings:
+        if "steps" in settings:
+            raise ConfigError("epochs: give --steps or --epochs, not both")
+        values["steps"] = math.ceil(values["epochs"] * task.train_size(dataset) / global_batch)
+        layered["steps"] = (values["steps"], f"set by user: {values['epochs']} epochs")
+
+    schedule = {k.split(".", 1)[1]: values[k] for k in values if k.startswith("lr_schedule.")}
+    if schedule.get("kind") in ("step", "exp") and not schedule.get("step_size"):
+        raise ConfigError(f"lr_schedule.step_size: required by lr_schedule.kind={schedule['kind']}")
+    if schedule.get("kind") == "multistep" and not schedule.get("milestones"):
+        raise ConfigError("lr_schedule.milestones: required by lr_schedule.kind=multistep")
+    optimizer = {k.split(".", 1)[1]: values[k] for k in values if k.startswith("optimizer.")}
+    if "name" not in optimizer or "base_lr" not in schedule:
+        raise ConfigError(f"recipe: {task.name}/{recipe_name} sets no optimizer or base LR")
+
+    method_params, method_sources = _method_params(task, recipe_name, method, settings)
+    exchange = values["exchange"]
+    if exchange == "overlapped" and not METHODS[method].can_bucket(METHODS[method].Params(**method_params)):
+        exchange = "after-backward"  # what the run will do, whatever was asked
+        layered["exchange"] = ("after-backward", f"{layered['exchange'][1]}; after backward here: "
+                                                 f"{METHODS[method].why_not_bucketed(METHODS[method].Params(**method_params))}")
+
+    sources = {k: src for k, (_v, src) in layered.items()}
+    sources.update(method_sources)
+    # Every departure from the published recipe, whether by tier or by the user, is visible in the record.
+    recipe_keys = set(task.recipes[recipe_name]) | set(overlay) | set(task.tiers.get(tier, {}))
+    overrides = {k: {"paper": paper[k].value if k in paper else None, "used": values[k], "by": sources[k]}
+                 for k in sorted(recipe_keys) if k in values and (k not in paper or paper[k].value != values[k])}
+    if dataset != task.paper_dataset:
+        overrides["dataset"] = {"paper": task.paper_dataset, "used": dataset, "by": sources.get("dataset", "")}
+
+    return RunConfig(
+        task=task.name, method=method, dataset=dataset, workers=workers, backend=values["backend"],
+        seed=values["seed"], tier=tier, recipe=recipe_name, steps=values["steps"], global_batch=global_batch,
+        batch_per_worker=global_batch // workers, model_variant=variant, optimizer=optimizer,
+        lr_schedule=schedule, weight_decay=values["weight_decay"], ema=values["ema"],
+        eval={"every": values["eval.every"], "batch_size": values["eval.batch_size"]},
+        method_params=method_params, device=values["device"], threads=values["threads"],
+        deterministic=values["deterministic"], fail_at_step=values["fail_at_step"],
+        data_root=values.get("data_root"), sources=sources, overrides=overrides,
+        checkpoint_every=values["checkpoint.every"], step_sleep_s=values["step_sleep_s"], net=values.get("net"),
+        model_options={k.split(".", 1)[1]: values[k] for k in ("model.dropout",) if values.get(k) is not None},
+        method_version=METHODS[method].version, exchange=exchange, bucket_mb=values["bucket_mb"],
+    )
+
+
+def _method_params(task, recipe_name: str, method: str, settings: Mapping[str, Any]) -> tuple[dict, dict]:
+    types = method_param_types(method)
+    defaults = METHODS[method].Params()
+    params = {n: getattr(defaults, n) for n in types}
+    sources = {f"method.{n}": f"{method} default" for n in types}
+    for key, c in task.method_overlay(recipe_name, method).items():
+        if not key.startswith("method."):
+            continue
+        params[key.split(".", 1)[1]] = c.value
+        sources[key] = c.source
+    for key, v in settings.items():
+        if not key.startswith("method."):
+            continue
+        name = key.split(".", 1)[1]
+        if name not in types:
+            known = ", ".join(f"method.{n}" for n in types) or "none"
+            raise ConfigError(f"{key}: method {method} has no parameter {name!r} (its parameters: {known})")
+        params[name] = _coerce_method_param(method, key, types[name], v)
+        sources[key] = "set by user"
+    try:
+        METHODS[method].Params(**params)  # the method's own range checks
+    except (TypeError, ValueError) as exc:  # the Params messages begin with the parameter's name
+        raise ConfigError(f"method.{exc} (method {method})") from None
+    return params, sources

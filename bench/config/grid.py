@@ -1,0 +1,146 @@
+"""Grid files: a base configuration plus axes expanded as a Cartesian product, with optional exclusions.
+
+An axis may tie several settings together: its key names them, comma-separated, and each of its values is a
+list with one value per name (``"workers, global_batch": [[2, 256], [4, 512]]``): the settings move together
+instead of multiplying.
+
+A method parameter on an axis (``method.clip``) applies only to runs whose method has it; runs that resolve
+to the same configuration (the same run id) are kept once. Every run is resolved before anything runs, so
+one bad value anywhere stops the whole sweep with exit 2 and nothing written.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from commbench.methods import METHODS
+
+from commbench.config import ConfigError, RunConfig, check_names, load_yaml, method_param_types, resolve
+from commbench.store.records import SAFE_NAME
+
+TOP_LEVEL = ("name", "base", "axes", "exclude", "slurm", "description")
+
+
+@dataclass
+class Grid:
+    path: Path
+    base: dict[str, Any]
+    axes: dict[str, list]
+    exclude: list[dict[str, Any]] = field(default_factory=list)
+    slurm: dict[str, Any] = field(default_factory=dict)
+    name: str = ""
+
+    def values(self) -> dict[str, list]:
+        """Each setting an axis varies, with its values (a tied axis gives one entry per setting it names)."""
+        out: dict[str, list] = {}
+        for key, values in self.axes.items():
+            names = _axis_names(key)
+            for i, name in enumerate(names):
+                out[name] = [v[i] for v in values] if len(names) > 1 else list(values)
+        return out
+
+
+def load_grid(path: str | Path) -> Grid:
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{path}: no such grid file")
+    try:
+        doc = load_yaml(path.read_text(), str(path))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark else ""
+        raise ConfigError(f"{path}: not valid YAML{where}") from None
+    if not isinstance(doc, dict):
+        raise ConfigError(f"{path}: a grid is a mapping with 'base' and 'axes'")
+    for key in doc:
+        if key not in TOP_LEVEL:
+            raise ConfigError(f"{path}: unknown top-level key {key!r} (known: {', '.join(TOP_LEVEL)})")
+    base, axes = doc.get("base") or {}, doc.get("axes") or {}
+    exclude, slurm = doc.get("exclude") or [], doc.get("slurm") or {}
+    if not isinstance(base, dict):
+        raise ConfigError(f"{path}: base must be a mapping of settings")
+    if not isinstance(axes, dict):
+        raise ConfigError(f"{path}: axes must be a mapping of setting -> list of values")
+    for key, values in axes.items():
+        if not isinstance(values, list) or not values:
+            raise ConfigError(f"{path}: axis {key!r} must be a non-empty list")
+        names = _axis_names(key)
+        if len(names) > 1 and not all(isinstance(v, list) and len(v) == len(names) for v in values):
+            raise ConfigError(f"{path}: axis {key!r} ties {len(names)} settings: each value must be a list of "
+                              f"{len(names)}")
+    if not isinstance(exclude, list) or not all(isinstance(e, dict) for e in exclude):
+        raise ConfigError(f"{path}: exclude must be a list of mappings")
+    try:
+        check_names(base)
+        for key, values in axes.items():
+            for value in values:
+                check_names(_axis_settings(key, value))
+        for entry in exclude:
+            check_names(entry)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    name = doc.get("name")
+    if name is None:  # the file's own name, made safe for a job name
+        name = re.sub(r"[^A-Za-z0-9._-]", "-", path.stem).lstrip("._-") or "grid"
+    elif not isinstance(name, str) or not SAFE_NAME.match(name):
+        raise ConfigError(f"{path}: name {str(name)[:60]!r}: letters, digits, '.', '_', '-' only (it names Slurm jobs)")
+    return Grid(path, dict(base), dict(axes), list(exclude), dict(slurm), name)
+
+
+def _axis_names(key: str) -> list[str]:
+    return [name.strip() for name in str(key).split(",")]
+
+
+def _axis_settings(key: str, value) -> dict[str, Any]:
+    """The settings one value of an axis gives (several for a tied axis)."""
+    names = _axis_names(key)
+    return dict(zip(names, value)) if len(names) > 1 else {names[0]: value}
+
+
+def _excluded(settings: dict, exclude: list[dict]) -> bool:
+    return any(all(settings.get(k) == v for k, v in entry.items()) for entry in exclude)
+
+
+MAX_RUNS = 10_000  # a grid above this (the product of its axes) is refused unless --max-runs allows it
+
+
+def expand(grid: Grid, max_runs: int = MAX_RUNS) -> list[RunConfig]:
+    """All runs of the grid, resolved and validated, in axis order, without duplicates. A grid whose axes
+    multiply to more than ``max_runs`` combinations is refused before any is resolved."""
+    count = math.prod(len(v) for v in grid.axes.values())
+    if count > max_runs:
+        raise ConfigError(f"{grid.path}: {count:,} runs (the product of its axes), more than {max_runs:,}; "
+                          f"pass --max-runs {count} to allow it")
+    keys = list(grid.axes)
+    combos = [{k: v for key, value in zip(keys, values) for k, v in _axis_settings(key, value).items()}
+              for values in itertools.product(*grid.axes.values())] or [{}]
+    axis_settings = {name for key in keys for name in _axis_names(key)}
+    used_params: set[str] = set()
+    runs: dict[str, RunConfig] = {}
+    for combo in combos:
+        settings = {**grid.base, **combo}
+        if _excluded(settings, grid.exclude):
+            continue
+        method = settings.get("method")
+        if method in METHODS:
+            has = method_param_types(method)
+            for key in [k for k in settings if k.startswith("method.")]:
+                if key.split(".", 1)[1] in has:
+                    used_params.add(key)
+                elif key in axis_settings:  # the axis applies only to methods that know the parameter
+                    del settings[key]
+        try:
+            cfg = resolve(settings)
+        except ConfigError as exc:
+            raise ConfigError(f"{grid.path}: {exc}") from None
+        runs.setdefault(cfg.run_id, cfg)
+    for key in sorted(axis_settings):
+        if key.startswith("method.") and key not in used_params:
+            raise ConfigError(f"{grid.path}: axis {key!r}: no method of this grid has that parameter")
+    return list(runs.values())

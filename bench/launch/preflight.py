@@ -1,0 +1,85 @@
+"""What must hold before a run starts, checked before anything is written: exit 2 and one line, not a failed
+record after the training (or an error at the end of it).
+
+Static limits (a seed's range, a batch larger than the data set) are :func:`bench.config.resolve`'s; these
+are the checks against this machine: the output folder can be written, the data root is a folder, the data
+set is on disk (or can be fetched now), a CUDA device exists where one is asked for, an emulated network can
+hold the run's processes.
+"""
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from commbench.tasks import TASKS
+from commbench.tasks.data.base import DataUnavailable
+
+from commbench.config import ConfigError, RunConfig
+
+
+def output_folder(out: str | Path, option: str = "--out") -> Path:
+    """``out`` as a folder runs can be written into (it may not exist yet). Raises ConfigError if it is empty,
+    a file, or under a folder this process cannot write; nothing is left behind by the check."""
+    if str(out).strip() == "":
+        raise ConfigError(f"{option}: an empty path; name a folder")
+    out = Path(out)
+    try:
+        if out.exists() and not out.is_dir():
+            raise ConfigError(f"{option} {out}: is a file, not a folder")
+        probe = out
+        while not probe.exists():  # the nearest folder that exists: the one the run's folders are made in
+            probe = probe.parent
+        if not probe.is_dir():
+            raise ConfigError(f"{option} {out}: {probe} is a file, not a folder")
+        with tempfile.TemporaryFile(dir=probe):
+            pass
+    except OSError as exc:
+        raise ConfigError(f"{option} {out}: cannot write there ({exc.strerror or exc})") from None
+    return out
+
+
+def check_machine(cfg: RunConfig, local: bool = True) -> None:
+    """The run's demands on this machine, other than its data: a data root that is a folder, a CUDA device
+    where one is asked for, an emulated network that can be built and holds the run's processes."""
+    if cfg.data_root is not None:
+        root = Path(cfg.data_root)
+        if root.exists() and not root.is_dir():
+            raise ConfigError(f"data_root {root}: is a file, not a folder")
+    if not local:
+        return
+    if cfg.net is not None:
+        from commbench.launch.netns import MAX_RANKS, require_netns
+        from commbench.run.train import server_count
+
+        require_netns()
+        processes = cfg.workers + server_count(cfg)
+        if processes > MAX_RANKS:
+            raise ConfigError(f"net: an emulated network holds at most {MAX_RANKS} processes; this run has "
+                              f"{processes}")
+    if cfg.device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ConfigError("device: cuda, but this machine has no CUDA device (device=auto uses one when there "
+                              "is one)")
+
+
+def check_data(cfg: RunConfig) -> None:
+    """The data set is on disk, or is provisioned now (from Debian's package, a download): else ConfigError."""
+    try:
+        TASKS[cfg.task].prepare_data(cfg.dataset, Path(cfg.data_root or "data"))
+    except DataUnavailable as exc:
+        line = str(exc).splitlines()[0]
+        raise ConfigError(line if line.startswith(f"{cfg.dataset}:") else f"{cfg.dataset}: {line}") from None
+
+
+def check_runs(runs: list[RunConfig], out: str | Path, local: bool = True) -> Path:
+    """Every check for a run or a sweep, before the first run starts: the machine, the output folder, then the
+    data (provisioned once per data set; only where the runs execute here)."""
+    for cfg in runs:
+        check_machine(cfg, local)
+    folder = output_folder(out)
+    if local:
+        for key in dict.fromkeys((c.task, c.dataset, c.data_root) for c in runs):
+            check_data(next(c for c in runs if (c.task, c.dataset, c.data_root) == key))
+    return folder

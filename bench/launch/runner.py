@@ -1,0 +1,209 @@
+"""Execute one resolved run on the transport it names and store its record, whatever happens."""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from commbench.methods.comm import SimCommunicator
+from commbench.tasks import TASKS
+
+from commbench.run.checkpoint import Checkpoints, UntrustedCheckpoint, stop_signals
+from commbench.config import ConfigError, RunConfig
+from commbench.launch.local import launch_local
+from commbench.launch.owner import unwind_on_sigterm
+from commbench.launch.progress import Progress
+from commbench.store.provenance import collect_env, git_state, now
+from commbench.store.records import EMPTY_METRICS, FINISHED, UnreadableRecord, make_record, read_or_set_aside, read_record, write_record
+from commbench.run.train import Outcome, run_rank, server_count, train
+
+
+@dataclass
+class RunResult:
+    record: dict
+    path: Path | None  # None on a dist rank other than 0 under an outside launcher, or when interrupted
+    skipped: bool = False
+    interrupted: Outcome | None = None  # stopped by a signal, checkpoint saved, and requeued (see execute)
+
+
+class RecordNotWritten(RuntimeError):
+    """The run finished but its record could not be written (a full disk, a folder gone); one line."""
+
+
+class RankFailed(RuntimeError):
+    """A process of a run under an outside launcher (torchrun, srun) failed. ``record``: the failed record it
+    wrote, or None when a peer of the same attempt had written one first."""
+
+    def __init__(self, message: str, record: dict | None):
+        super().__init__(message)
+        self.record = record
+
+
+def _rank_name(cfg: RunConfig, rank: int) -> str:
+    return f"worker {rank}" if rank < cfg.workers else f"server {rank - cfg.workers}"
+
+
+def _failed_since(out: Path, run_id: str, started_at: str) -> bool:
+    """A failed record of this attempt exists (written by a peer process at or after our start)."""
+    try:
+        record = read_record(out, run_id)
+    except UnreadableRecord:
+        return False
+    return bool(record and record.get("status") == "failed"
+                and (record.get("env", {}).get("finished_at") or "") >= started_at)
+
+
+def checkpoint_dir(out: Path, run_id: str) -> Path:
+    return Path(out) / "checkpoints" / run_id
+
+
+def under_outside_launcher() -> bool:
+    """torchrun, Slurm's srun or a user's own script already started one process per worker."""
+    return "RANK" in os.environ and "WORLD_SIZE" in os.environ and "COMMBENCH_WORKER" not in os.environ
+
+
+def one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+def execute(cfg: RunConfig, out: Path, *, force: bool = False, save_weights: bool = False,
+            show_progress: bool = True, requeue: Callable[[Outcome], str | None] | None = None) -> RunResult:
+    """Run ``cfg`` unless its record already says done or diverged (or ``force``); an unreadable record is moved
+    aside and the run runs again. Always leaves a record, except when a
+    stop signal interrupted the run and ``requeue`` (a Slurm job's) put it back in the queue.
+
+    A run resumes from its checkpoint (``OUT/checkpoints/<run_id>``) if one is there; ``force`` starts over.
+    ``requeue(outcome)`` is called by the process holding worker 0 when a stop signal interrupted the run
+    (its checkpoint is saved): it returns None once the run is requeued, else why it was not, which becomes
+    the failed record's error."""
+    out = Path(out)
+    if cfg.net:  # before anything is written: without root or iproute2, bad input (exit 2), not a failed run
+        from commbench.launch.netns import require_netns
+
+        if under_outside_launcher():
+            raise ConfigError(f"net: an emulated network ({cfg.net}) is built by the harness's own local launcher; "
+                              f"under torchrun or Slurm the processes already have their network")
+        require_netns()
+    existing = read_or_set_aside(out, cfg.run_id)
+    if existing is not None and existing.get("status") in FINISHED and not force:
+        return RunResult(existing, out / "runs" / f"{cfg.run_id}.json", skipped=True)
+    servers = server_count(cfg)
+    outside = cfg.backend == "dist" and under_outside_launcher()
+    if outside and int(os.environ["WORLD_SIZE"]) != cfg.workers + servers:
+        raise ConfigError(f"workers: {cfg.workers} (+ {servers} parameter servers), but the outside launcher "
+                          f"started {os.environ['WORLD_SIZE']} processes")
+    ckpt_dir = checkpoint_dir(out, cfg.run_id)
+    if force and (not outside or os.environ["RANK"] == "0"):
+        Checkpoints(ckpt_dir).remove()
+    try:  # before anything runs: a checkpoint this harness did not write is refused, never unpickled
+        Checkpoints(ckpt_dir).verify()
+    except UntrustedCheckpoint as exc:
+        raise ConfigError(f"{exc}; move {ckpt_dir} away, or pass --force to start the run over") from None
+
+    started_at, t0, code = now(), time.perf_counter(), git_state()
+    quiet_rank = outside and os.environ["RANK"] != "0"
+    progress = Progress(cfg.run_id, cfg.steps, enabled=show_progress and not quiet_rank)
+    status, error, outcome = "failed", None, None
+    world = {"world_size": cfg.workers, "dist_backend": None}
+    root = Path(cfg.data_root or "data")
+    try:
+        with stop_signals(), unwind_on_sigterm():
+            TASKS[cfg.task].prepare_data(cfg.dataset, root)
+            if cfg.backend == "sim":
+                outcome = train(cfg, SimCommunicator(cfg.workers, num_servers=servers), report=progress.update,
+                                keep_weights=save_weights,
+                                checkpoints=Checkpoints(ckpt_dir, cfg.checkpoint_every, poll=1))
+            elif outside:
+                from commbench.methods.comm import make_dist_communicator
+
+                comm = make_dist_communicator(num_servers=servers)
+                try:
+                    world = {"world_size": comm.world_size, "dist_backend": comm.backend}
+                    outcome = run_rank(cfg, comm, report=progress.update, keep_weights=save_weights,
+                                       checkpoint_dir=ckpt_dir)
+                except Exception as exc:
+                    # Record the failure while still in the process group: the peers fail only once this
+                    # process has left it, so the first record of this attempt names the cause, not its echo.
+                    progress.close()
+                    error = one_line(exc) if comm.rank == 0 else f"{_rank_name(cfg, comm.rank)}: {one_line(exc)}"
+                    record = None
+                    if not _failed_since(out, cfg.run_id, started_at):
+                        record = _store(cfg, out, "failed", error, None, world, (started_at, t0, code),
+                                        False).record
+                    raise RankFailed(error, record) from exc
+                finally:
+                    comm.close()
+                if outcome is None:  # not rank 0: rank 0 writes the record
+                    return RunResult({}, None)
+            else:
+                outcome, world = launch_local(cfg, out / "logs" / cfg.run_id, report=progress.update,
+                                              save_weights=save_weights, checkpoint_dir=ckpt_dir)
+        status = outcome.status
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (launch.owner.Terminated): the run's stop is recorded
+        progress.close()
+        reason = getattr(exc, "reason", "interrupted (Ctrl-C)")
+        if progress.done:
+            reason += f" at step {progress.done} of {cfg.steps}"
+        _store(cfg, out, "failed", reason, outcome, world, (started_at, t0, code), save_weights)
+        raise
+    except RankFailed:  # recorded already; the outside launcher must see this process fail and stop the rest
+        raise
+    except Exception as exc:  # the run failed: say why in the record
+        error = one_line(exc)
+    progress.close()
+    if status == "interrupted":
+        stopped = f"stopped by {outcome.stopped_by} at step {outcome.metrics['steps']} of {cfg.steps}"
+        why_not = requeue(outcome) if requeue else f"checkpoint saved in {ckpt_dir}: run it again to resume"
+        if why_not is None:
+            return RunResult({}, None, interrupted=outcome)
+        status, error = "failed", f"{stopped}; {why_not}"
+    result = _store(cfg, out, status, error, outcome, world, (started_at, t0, code), save_weights)
+    if result.record["status"] in ("done", "diverged"):
+        Checkpoints(ckpt_dir).remove()
+    return result
+
+
+def _store(cfg: RunConfig, out: Path, status: str, error: str | None, outcome: Outcome | None, world: dict,
+           start: tuple, save_weights: bool) -> RunResult:
+    """Write the run's record (and worker 0's weights on request). ``start``: (started_at, t0, code)."""
+    started_at, t0, code = start
+    wall_s = time.perf_counter() - t0
+    device = "cuda" if (cfg.device == "cuda" or (cfg.device == "auto" and _cuda())) else "cpu"
+    env = collect_env(world["world_size"], world["dist_backend"], device, started_at, server_count(cfg), code)
+    if cfg.net:
+        env["net"] = cfg.net  # every process in its own network namespace, each link limited to this rate
+    if outcome is not None and outcome.resumed_at:
+        env["resumed_at_steps"] = outcome.resumed_at
+    metrics = {**EMPTY_METRICS, **(outcome.metrics if outcome else {}), "wall_s": wall_s}
+    record = make_record(cfg.run_id, status if error is None else "failed", error, cfg.to_dict(), env,
+                         metrics, outcome.history if outcome else [], outcome.data if outcome else None)
+    try:
+        path = write_record(out, record)
+        if save_weights and outcome is not None and outcome.weights is not None:
+            import torch
+
+            (out / "weights").mkdir(parents=True, exist_ok=True)
+            torch.save(outcome.weights, out / "weights" / f"{cfg.run_id}.pt")
+    except OSError as exc:
+        raise RecordNotWritten(f"{cfg.run_id}: {record['status']}, but its record could not be written to {out} "
+                               f"({exc.strerror or exc})") from None
+    return RunResult(record, path)
+
+
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def summary(cfg: RunConfig, record: dict) -> str:
+    """The one line a finished run prints (run and sweep alike)."""
+    m = record.get("metrics", {})
+    top1 = f"{m['top1']:.4f}" if m.get("top1") is not None else "—"
+    ips = f"{m['images_per_s']:.0f}" if m.get("images_per_s") else "—"
+    line = (f"{cfg.run_id}: {record['status']}  top1 {top1}  bytes_sent {m.get('bytes_sent')}  "
+            f"images/s {ips}")
+    return line + (f"  error: {record['error']}" if record.get("error") else "")

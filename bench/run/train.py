@@ -1,0 +1,452 @@
+"""The training loop: one function, read top to bottom.
+
+The same code runs every local worker of a process: all N under ``sim``, one under ``dist``. Each step draws
+one global batch; worker i reads slice i of it; each worker computes its gradient; the method exchanges and
+updates. Worker i's dropout comes from its own generator seeded by (seed, i) in both transports, and a
+sample's augmentation from (seed, step, sample index) alone (``tasks.data``), so a sim run and a dist run of
+one configuration compute the same thing.
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import math
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+
+from commbench.methods import METHODS, Worker
+from commbench.methods.buckets import MIB, BucketTracker, bucket_layout
+from commbench.methods.comm import Communicator
+from commbench.tasks import TASKS
+
+from commbench.run.checkpoint import Checkpoints, capture_rng, restore_rng
+from commbench.config import RunConfig
+from commbench.run.optim import EMA, lr_at, make_optimizer
+
+Reporter = Callable[[int, int, float], None]  # (steps done, total steps, mean train loss)
+REPORT_EVERY_S = 1.0  # progress between history points, so long runs show life from the first second
+
+
+@dataclass
+class Outcome:
+    """What a run produced, held by the process of worker 0."""
+
+    status: str  # done | diverged | interrupted (a stop signal: checkpoint saved, the run resumes from it)
+    metrics: dict
+    history: list[dict]
+    data: dict
+    weights: dict | None = field(default=None, repr=False)
+    stopped_by: str | None = None  # interrupted: the signal
+    resumed_at: list[int] = field(default_factory=list)  # steps this run was resumed from
+
+
+@dataclass
+class Loop:
+    """The training loop's own running state: what a checkpoint keeps beside models and method."""
+
+    done: int = 0
+    history: list[dict] = field(default_factory=list)
+    train_s: float = 0.0
+    top1: float | None = None
+    top5: float | None = None
+    mean_loss: float = float("nan")
+    loss_sum: float = 0.0  # since the last log point, this process's workers
+    loss_count: int = 0
+    resumed_at: list[int] = field(default_factory=list)
+    times: dict = field(default_factory=dict)         # seconds in forward+backward, summed over steps
+    method_times: dict = field(default_factory=dict)  # the method's phases (encode, wait, ...) at the checkpoint
+
+
+def derive_seed(*parts: int) -> int:
+    """A well-mixed 63-bit seed from integers (so (seed, rank) streams do not overlap)."""
+    return int.from_bytes(hashlib.sha256(repr(parts).encode()).digest()[:8], "little") >> 1
+
+
+class GlobalBatches:
+    """Sample indices of each step's global batch: a fresh permutation per epoch, seeded by (seed, epoch).
+    The incomplete last batch of an epoch is dropped, so every step has exactly ``global_batch`` samples."""
+
+    def __init__(self, dataset_size: int, global_batch: int, seed: int):
+        if dataset_size < global_batch:
+            raise ValueError(f"data set of {dataset_size} samples is smaller than one global batch ({global_batch})")
+        self.size, self.batch, self.seed = dataset_size, global_batch, seed
+        self.per_epoch = dataset_size // global_batch
+        self._epoch, self._perm = -1, None
+
+    def indices(self, step: int) -> torch.Tensor:
+        epoch, j = divmod(step, self.per_epoch)
+        if epoch != self._epoch:
+            g = torch.Generator().manual_seed(derive_seed(self.seed, epoch))
+            self._epoch, self._perm = epoch, torch.randperm(self.size, generator=g)
+        return self._perm[j * self.batch:(j + 1) * self.batch]
+
+
+def pick_device(cfg: RunConfig, comm: Communicator) -> torch.device:
+    want_cuda = cfg.device == "cuda" or (cfg.device == "auto" and torch.cuda.is_available())
+    if not want_cuda:
+        return torch.device("cpu")
+    if not torch.cuda.is_available():
+        raise RuntimeError("device=cuda but CUDA is not available")
+    return getattr(comm, "device", None) or torch.device("cuda", 0)
+
+
+def set_threads(cfg: RunConfig) -> None:
+    """Each worker computes with its share of the host's cores, in both transports: kernels split their
+    reductions by thread count, so equal counts are what make sim and dist agree bit for bit."""
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    else:
+        per_host = int(os.environ.get("LOCAL_WORLD_SIZE", cfg.workers)) if cfg.backend == "dist" else cfg.workers
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // max(1, per_host)))
+    if cfg.deterministic:
+        torch.use_deterministic_algorithms(True)
+
+
+@torch.no_grad()
+def evaluate(model: torch.nn.Module, data, batch_size: int, device: torch.device) -> tuple[float, float | None]:
+    """Top-1 and top-5 accuracy (fractions) over the whole evaluation split."""
+    was_training = model.training
+    model.eval()
+    top1 = top5 = total = 0
+    for x, y in data.eval_batches(batch_size):
+        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+        logits = model(x)
+        k = min(5, logits.shape[1])
+        best = logits.topk(k, dim=1).indices
+        top1 += (best[:, 0] == y).sum().item()
+        top5 += (best == y[:, None]).any(dim=1).sum().item()
+        total += len(y)
+    model.train(was_training)
+    return top1 / total, (top5 / total if data.num_classes >= 5 else None)
+
+
+def eval_steps(cfg: RunConfig) -> set[int]:
+    """Steps (1-based counts) after which worker 0 evaluates; the last step always."""
+    every = cfg.eval["every"] or max(1, cfg.steps // 4)
+    return {s for s in range(every, cfg.steps + 1, every)} | {cfg.steps}
+
+
+def server_count(cfg: RunConfig) -> int:
+    """Parameter-server processes a dist run of ``cfg`` needs beside its workers."""
+    method_cls = METHODS[cfg.method]
+    return method_cls.servers_needed(method_cls.Params(**cfg.method_params))
+
+
+def log_stride(cfg: RunConfig) -> int:
+    return max(1, math.ceil(cfg.steps / 100))
+
+
+def is_log_point(done: int, stride: int, evals: set[int]) -> bool:
+    """Steps after which all processes meet on the control channel (history, divergence, evaluation)."""
+    return done % stride == 0 or done in evals
+
+
+def final_totals(cfg: RunConfig, comm: Communicator) -> torch.Tensor:
+    """Summed over processes: worker bytes sent and received, server bytes sent and received, method extras."""
+    ledger = comm.ledger
+    sent, received = ledger.total_sent(cfg.workers), ledger.total_received(cfg.workers)
+    return comm.control_sum(torch.tensor(
+        [sent, received, ledger.total_sent() - sent, ledger.total_received() - received,
+         *(ledger.total_extra(e) for e in METHODS[cfg.method].extra_metrics)], dtype=torch.float64))
+
+
+class Exchange:
+    """How one step's gradients travel: per bucket while backward runs (``exchange=overlapped``, DDP's way:
+    a gradient hook on every parameter starts its bucket's exchange as soon as the bucket is complete), or the
+    whole gradient after backward (``after-backward``, or a method that needs the whole gradient first).
+
+    Under ``sim`` the local workers' backward passes run one after another, so the buckets are exchanged after
+    the last of them, in the same order as ``dist`` exchanges them: the same values and the same bytes."""
+
+    def __init__(self, cfg: RunConfig, method, workers: list[Worker]):
+        self.method, self.pending, self.step = method, [], 0
+        self.bucketed = cfg.exchange == "overlapped" and method.can_bucket(method.params)
+        self.layout = bucket_layout(workers[0].params, cfg.bucket_mb * MIB) if self.bucketed else []
+        self.tracker = None
+        if self.bucketed and len(workers) == 1:  # one worker in this process: exchange during its backward
+            worker = workers[0]
+            self.tracker = BucketTracker(self.layout, self._launch)
+            for name, p in worker.params.items():
+                p.register_post_accumulate_grad_hook(lambda _p, name=name: self.tracker.ready(name))
+            self.worker = worker
+
+    def _launch(self, index: int) -> None:
+        names = self.layout[index]
+        grads = {n: self.worker.params[n].grad for n in names}
+        self.pending.append(self.method.begin_bucket(names, [grads], self.step))
+
+    def start(self, step: int) -> None:
+        self.step, self.pending = step, []
+        if self.tracker is not None:
+            self.tracker.reset()
+
+    def finish(self, grads, lr: float, step: int) -> None:
+        if not self.bucketed:
+            self.method.step(grads, lr, step)
+            return
+        if self.tracker is not None:
+            self.tracker.flush()  # buckets whose parameters got no gradient this step
+        else:
+            self.pending = [self.method.begin_bucket(names, grads, step) for names in self.layout]
+        self.method.finish_step(self.pending, grads, lr, step)
+        self.pending = []
+
+
+PHASES = ("encode", "wait", "decode", "update")
+
+
+def time_breakdown(loop_times: dict, method_times: dict, train_s: float) -> dict:
+    """Where the training time went, in seconds summed over steps (of the process holding worker 0, all its
+    local workers together): forward+backward (without the exchange's work inside backward's hooks), encode,
+    communication not hidden behind computation (waiting), decode, optimizer update, and the rest (data,
+    other exchange work, the harness). Cheap clocks only: nothing is synchronised to measure it."""
+    compute = max(0.0, loop_times.get("compute", 0.0))
+    out = {"forward_backward_s": compute, **{f"{p}_s": method_times.get(p, 0.0) for p in PHASES}}
+    out["other_s"] = max(0.0, train_s - sum(out.values()))
+    return out
+
+
+def train(cfg: RunConfig, comm: Communicator, report: Reporter | None = None,
+          keep_weights: bool = False, checkpoints: Checkpoints | None = None) -> Outcome | None:
+    """Run ``cfg`` for the local workers of ``comm``. Returns the outcome where worker 0 lives, else None.
+
+    With ``checkpoints``, resume from the checkpoint in force (if any), save every ``checkpoints.every``
+    steps, and on a stop signal save and return an ``interrupted`` outcome."""
+    set_threads(cfg)
+    device = pick_device(cfg, comm)
+    task = TASKS[cfg.task]
+    data = task.load_data(cfg.dataset, Path(cfg.data_root or "data"), cfg.model_variant)
+    holds_rank0 = comm.local_ranks[0] == 0
+
+    # Identical initial weights everywhere: one seed, one construction, copies for local workers.
+    torch.manual_seed(cfg.seed)
+    template = task.build_model(cfg.model_variant, data.num_classes, **cfg.model_options)
+    models = [copy.deepcopy(template).to(device).train() for _ in comm.local_ranks]
+    workers = [Worker(rank, dict(m.named_parameters()), make_optimizer(cfg.optimizer, m.parameters()),
+                      seed=derive_seed(cfg.seed, rank, 2))
+               for rank, m in zip(comm.local_ranks, models)]
+    method_cls = METHODS[cfg.method]
+    method = method_cls(comm, workers, method_cls.Params(**cfg.method_params),
+                        task.weight_decay_map(template, cfg.weight_decay), ema=cfg.ema)
+    grad_elements = sum(p.numel() for p in template.parameters())
+    del template
+
+    # Worker i's own random stream (dropout), the same in sim and dist.
+    def get_rng():
+        return (torch.get_rng_state(), torch.cuda.get_rng_state(device) if device.type == "cuda" else None)
+
+    def set_rng(state):
+        torch.set_rng_state(state[0])
+        if state[1] is not None:  # dropout on CUDA draws from the device's generator
+            torch.cuda.set_rng_state(state[1], device)
+
+    rng_states = {}
+    for rank in comm.local_ranks:
+        torch.manual_seed(derive_seed(cfg.seed, rank))  # seeds the CUDA generators too
+        rng_states[rank] = get_rng()
+    swap_rng = len(comm.local_ranks) > 1
+
+    # A method with global weights of its own (a parameter server's) is evaluated on them and averages them
+    # itself; otherwise worker 0's model is evaluated, averaged here.
+    ema = EMA(models[0], cfg.ema) if (cfg.ema and holds_rank0 and not method.has_global_weights) else None
+    eval_model = copy.deepcopy(models[0]) if (ema or method.has_global_weights) and holds_rank0 else None
+    evals, stride = eval_steps(cfg), log_stride(cfg)
+    per_worker = cfg.batch_per_worker
+
+    loop = Loop()
+    saved = checkpoints.load() if checkpoints else None
+    if saved is not None:
+        for model, worker, state in zip(models, workers, saved["workers"]):
+            model.load_state_dict(state["model"])
+            worker.optimizer.load_state_dict(state["optimizer"])
+        method.load_state_dict(saved["method"])
+        if ema:
+            ema.load_state_dict(saved["ema"])
+        comm.ledger.load_state_dict(saved["ledger"])
+        rng_states = restore_rng(saved["rng"])
+        loop = Loop(**saved["loop"])
+        loop.resumed_at.append(loop.done)
+        method.times.update(loop.method_times)
+
+    def snapshot() -> dict:
+        return {"workers": [{"model": m.state_dict(), "optimizer": w.optimizer.state_dict()}
+                            for m, w in zip(models, workers)],
+                "method": method.state_dict(), "ema": ema.state_dict() if ema else None,
+                "ledger": comm.ledger.state_dict(), "rng": capture_rng(rng_states), "loop": vars(loop)}
+
+    # One stream of training batches per local worker: worker i's slice of each step's global batch. Each has
+    # its own GlobalBatches, so streams that read ahead do not evict each other's epoch permutation. A resumed
+    # run starts the streams at its step: indices and augmentation depend on (seed, step, sample) alone.
+    def worker_batches(rank: int):
+        batches = GlobalBatches(data.train_size, cfg.global_batch, cfg.seed)
+        return ((step, batches.indices(step)[rank * per_worker:(rank + 1) * per_worker])
+                for step in range(loop.done, cfg.steps))
+
+    streams = {r: data.train_stream(worker_batches(r), cfg.seed) for r in comm.local_ranks}
+
+    status, stopped_by = "done", None
+    loss_sum = torch.tensor(loop.loss_sum, dtype=torch.float64, device=device)
+    last_report = time.monotonic()
+    exchange = Exchange(cfg, method, workers)
+    for step in range(loop.done, cfg.steps):
+        if cfg.fail_at_step is not None and step == cfg.fail_at_step and cfg.workers - 1 in comm.local_ranks:
+            raise RuntimeError(f"fail_at_step={step}: worker {cfg.workers - 1} fails on purpose")
+        t0 = time.perf_counter()
+        exchange.start(step)
+        grads = []
+        for worker, model in zip(workers, models):
+            x, y = next(streams[worker.rank])
+            x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+            if swap_rng:
+                set_rng(rng_states[worker.rank])
+            t_compute, exchanged = time.perf_counter(), sum(method.times.values())
+            model.zero_grad(set_to_none=True)
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            # forward+backward, less what the exchange did inside backward's hooks (counted in its phases)
+            inside = sum(method.times.values()) - exchanged
+            loop.times["compute"] = loop.times.get("compute", 0.0) + time.perf_counter() - t_compute - inside
+            if swap_rng:
+                rng_states[worker.rank] = get_rng()
+            grads.append({n: p.grad for n, p in worker.params.items()})
+            loss_sum += loss.detach()
+            loop.loss_count += 1
+        exchange.finish(grads, lr_at(cfg.lr_schedule, step, cfg.steps), step)
+        if ema:
+            ema.update(models[0])
+        if cfg.step_sleep_s:
+            time.sleep(cfg.step_sleep_s)
+        loop.train_s += time.perf_counter() - t0
+        loop.done = done = step + 1
+
+        if is_log_point(done, stride, evals):
+            # Agree across processes on the loss, divergence and bytes (uncounted control channel).
+            totals = comm.control_sum(torch.tensor([loss_sum.item(), loop.loss_count,
+                                                    comm.ledger.total_sent(cfg.workers),
+                                                    comm.ledger.total_received(cfg.workers)], dtype=torch.float64))
+            loop.mean_loss = totals[0].item() / max(1.0, totals[1].item())
+            loss_sum.zero_()
+            loop.loss_count = 0
+            point = {"step": done, "train_loss": loop.mean_loss, "top1": None, "bytes_sent": int(totals[2].item()),
+                     "lr": lr_at(cfg.lr_schedule, step, cfg.steps), "train_s": loop.train_s}
+            if not math.isfinite(loop.mean_loss):
+                status = "diverged"
+                loop.history.append(point)
+                break
+            if done in evals and holds_rank0:
+                model = models[0]
+                if ema:
+                    eval_model.load_state_dict(models[0].state_dict())
+                    ema.apply_to(eval_model)
+                    model = eval_model
+                elif method.has_global_weights:  # the servers' weights; buffers (BN statistics) are worker 0's
+                    eval_model.load_state_dict({**models[0].state_dict(), **method.eval_weights()})
+                    model = eval_model
+                loop.top1, loop.top5 = evaluate(model, data, cfg.eval["batch_size"], device)
+                point["top1"], point["top5"] = loop.top1, loop.top5
+            loop.history.append(point)
+            if report:
+                report(done, cfg.steps, loop.mean_loss)
+        elif report and time.monotonic() - last_report >= REPORT_EVERY_S:  # this process's loss, no sync
+            last_report = time.monotonic()
+            report(done, cfg.steps, loss_sum.item() / max(1, loop.loss_count))
+
+        if checkpoints and checkpoints.sync_point(done, cfg.steps):
+            save, stopped_by = checkpoints.decide(done, comm)
+            if save:
+                loop.loss_sum = loss_sum.item()
+                loop.method_times = dict(method.times)
+                checkpoints.save(done, snapshot(), comm)
+            if stopped_by:
+                status = "interrupted"
+                break
+
+    for stream in streams.values():  # stops loader worker processes, if any
+        getattr(stream, "close", lambda: None)()
+    totals = final_totals(cfg, comm)
+    if not holds_rank0:
+        return None
+    done, train_s = loop.done, loop.train_s
+    metrics = {
+        "top1": loop.top1 if status == "done" else None, "top5": loop.top5 if status == "done" else None,
+        "final_train_loss": loop.mean_loss, "steps": done, "samples_seen": done * cfg.global_batch,
+        "train_s": train_s, "images_per_s": done * cfg.global_batch / train_s if train_s > 0 else None,
+        "bytes_sent": int(totals[0].item()), "bytes_received": int(totals[1].item()),
+        **({"server_bytes_sent": int(totals[2].item()), "server_bytes_received": int(totals[3].item())}
+           if comm.num_servers else {}),
+        "bytes_fp32_equiv": 4 * grad_elements * cfg.workers * done, "wire_bytes_measured": None,
+        "parameters": grad_elements, "threads_per_worker": torch.get_num_threads(),
+        **{e: totals[4 + i].item() for i, e in enumerate(method_cls.extra_metrics)},
+    }
+    metrics["time_breakdown"] = time_breakdown(loop.times, method.times, train_s)
+    final_model = eval_model if method.has_global_weights else models[0]  # what the last evaluation saw
+    weights = {k: v.detach().cpu().clone() for k, v in final_model.state_dict().items()} if keep_weights else None
+    provenance = {"dataset": cfg.dataset, "synthetic": cfg.dataset == "synthetic",
+                  "substitute_for": task.paper_dataset if cfg.dataset != task.paper_dataset else None,
+                  **data.provenance}
+    return Outcome(status, metrics, loop.history, provenance, weights, stopped_by, loop.resumed_at)
+
+
+def serve(cfg: RunConfig, comm: Communicator, checkpoints: Checkpoints | None = None) -> None:
+    """A parameter-server process of a dist run: the servers' side of every step, in the workers' rhythm.
+
+    It meets the workers on the control channel at the same log points (so it stops with them when a run
+    diverges) and sync points (so it saves its shard with their checkpoint), and sends worker 0 the global
+    weights at each evaluation."""
+    set_threads(cfg)
+    task = TASKS[cfg.task]
+    data = task.load_data(cfg.dataset, Path(cfg.data_root or "data"), cfg.model_variant)
+    torch.manual_seed(cfg.seed)  # the workers' initial weights: the same seed, the same construction
+    template = task.build_model(cfg.model_variant, data.num_classes, **cfg.model_options)
+    template = template.to(pick_device(cfg, comm))
+    method_cls = METHODS[cfg.method]
+    params = method_cls.Params(**cfg.method_params)
+    holder = Worker(-1, dict(template.named_parameters()), make_optimizer(cfg.optimizer, template.parameters()))
+    role = method_cls.make_server(comm, params, holder, task.weight_decay_map(template, cfg.weight_decay),
+                                  ema=cfg.ema)
+    del data
+    start = 0
+    saved = checkpoints.load() if checkpoints else None
+    if saved is not None:
+        role.load_state_dict(saved["role"])
+        comm.ledger.load_state_dict(saved["ledger"])
+        start = saved["step"]
+    evals, stride = eval_steps(cfg), log_stride(cfg)
+    for step in range(start, cfg.steps):
+        role.step(step, lr_at(cfg.lr_schedule, step, cfg.steps))
+        done = step + 1
+        if is_log_point(done, stride, evals):
+            totals = comm.control_sum(torch.zeros(4, dtype=torch.float64))
+            if not math.isfinite(totals[0].item() / max(1.0, totals[1].item())):
+                break
+            if done in evals:
+                role.send_global()
+        if checkpoints and checkpoints.sync_point(done, cfg.steps):
+            save, stopped_by = checkpoints.decide(done, comm)
+            if save:
+                checkpoints.save(done, {"step": done, "role": role.state_dict(),
+                                        "ledger": comm.ledger.state_dict()}, comm)
+            if stopped_by:
+                break
+    role.close()
+    final_totals(cfg, comm)
+
+
+def run_rank(cfg: RunConfig, comm: Communicator, report: Reporter | None = None,
+             keep_weights: bool = False, checkpoint_dir: Path | None = None) -> Outcome | None:
+    """What one dist process does: serve, if its rank is a parameter server's, else train."""
+    serves = bool(comm.local_servers and not comm.local_ranks)
+    checkpoints = None
+    if checkpoint_dir is not None:
+        rank = comm.local_servers[0] if serves else comm.local_ranks[0]
+        checkpoints = Checkpoints(Path(checkpoint_dir), cfg.checkpoint_every, key=f"rank{rank}", writer=rank == 0)
+    if serves:
+        serve(cfg, comm, checkpoints)
+        return None
+    return train(cfg, comm, report=report, keep_weights=keep_weights, checkpoints=checkpoints)

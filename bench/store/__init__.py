@@ -1,0 +1,1 @@
+"""The results store: records (atomic writes, statuses, safe names) and provenance."""

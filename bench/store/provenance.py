@@ -1,0 +1,62 @@
+"""Where a run happened and on what code: versions, git state, host, device, Slurm job."""
+from __future__ import annotations
+
+import datetime
+import importlib.metadata
+import os
+import platform
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+SOURCE_ROOT = Path(__file__).resolve().parents[2]  # bench/store/provenance.py -> the checkout
+
+
+def now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def git_state(root: Path = SOURCE_ROOT) -> tuple[str | None, bool | None]:
+    """(commit SHA, dirty) of the code that ran. A job running from a snapshot is told its SHA in
+    COMMBENCH_GIT_SHA / COMMBENCH_GIT_DIRTY, since the snapshot itself is not a git checkout."""
+    if "COMMBENCH_GIT_SHA" in os.environ:
+        return os.environ["COMMBENCH_GIT_SHA"], os.environ.get("COMMBENCH_GIT_DIRTY") == "1"
+    try:
+        sha = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=10, check=True).stdout.strip()
+        # Dirty means the code differs from the commit; records being written under results/ do not count.
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no",
+                                "--", ".", ":(exclude)results"],
+                               capture_output=True, text=True, timeout=10, check=True).stdout.strip() != ""
+        return sha, dirty
+    except (OSError, subprocess.SubprocessError):
+        return None, None
+
+
+def slurm_job_id() -> str | None:
+    """The id users type into scancel and sacct: ``ARRAYID_TASK`` for a task of a job array."""
+    if os.environ.get("SLURM_ARRAY_JOB_ID") and os.environ.get("SLURM_ARRAY_TASK_ID"):
+        return f"{os.environ['SLURM_ARRAY_JOB_ID']}_{os.environ['SLURM_ARRAY_TASK_ID']}"
+    return os.environ.get("SLURM_JOB_ID")
+
+
+def collect_env(world_size: int, dist_backend: str | None, device: str, started_at: str,
+                parameter_servers: int = 0, code: tuple[str | None, bool | None] | None = None) -> dict:
+    """``code``: (git SHA, dirty) taken when the run started (edits made while it ran are not its code)."""
+    import torch
+
+    try:  # the installed version, without importing torchvision (slow, and it may be broken)
+        tv = importlib.metadata.version("torchvision")
+    except importlib.metadata.PackageNotFoundError:
+        tv = None
+    sha, dirty = code if code is not None else git_state()
+    gpu = torch.cuda.get_device_name(0) if device == "cuda" and torch.cuda.is_available() else None
+    return {
+        "python": platform.python_version(), "torch": torch.__version__, "torchvision": tv,
+        "git_sha": sha, "git_dirty": dirty, "hostname": socket.gethostname(), "device": device,
+        "gpu_name": gpu, "world_size": world_size, "dist_backend": dist_backend,
+        "parameter_servers": parameter_servers,
+        "slurm_job_id": slurm_job_id(), "started_at": started_at, "finished_at": now(),
+        "argv": sys.argv[1:], "cpu_count": os.cpu_count(),
+    }

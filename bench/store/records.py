@@ -1,0 +1,184 @@
+"""The results store: one immutable JSON record per run, ``OUT/runs/<run_id>.json`` (docs/record-format.md, schema 1).
+
+Records are strict JSON: a non-finite number (a diverged run's loss) is written as ``null``; a reader accepts
+both. A record that cannot be read (truncated, not JSON, a key of the wrong type) is never a crash: readers
+name it in one line and go on; a run or sweep moves it aside (never deleting it) and runs the run again.
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import math
+import os
+import re
+import secrets
+import sys
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+SCHEMA_VERSION = 1
+STATUSES = ("done", "diverged", "failed")
+FINISHED = ("done", "diverged")  # never run again without --force
+# run ids and names the harness writes: safe as file names and inside a Slurm batch script
+SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+
+
+class UnreadableRecord(ValueError):
+    """A record file that is not a record: ``str(err)`` names the file and says why, in one line."""
+
+
+def check_name(what: str, value: Any) -> str:
+    """A name or id that becomes a file name or a line of a batch script: letters, digits, ``._-`` only."""
+    if not isinstance(value, str) or not SAFE_NAME.match(value):
+        raise ValueError(f"{what}: {value!r} is not a safe name (letters, digits, '.', '_', '-'; at most 200)")
+    return value
+
+
+def record_path(out: Path, run_id: str) -> Path:
+    return Path(out) / "runs" / f"{run_id}.json"
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write to a temporary file in the same folder, then rename: readers never see half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # Not mkstemp: it makes 0600 files, and results are shared; O_EXCL with mode 0o666 lets the umask decide.
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def make_record(run_id: str, status: str, error: str | None, config: dict, env: dict, metrics: dict,
+                history: list[dict], data: dict | None = None) -> dict[str, Any]:
+    assert status in STATUSES, status
+    return {"schema_version": SCHEMA_VERSION, "run_id": run_id, "status": status, "error": error,
+            "config": config, "env": env, "metrics": metrics, "history": history, "data": data}
+
+
+def finite(value: Any) -> Any:
+    """``value`` with every non-finite float (NaN, infinities) replaced by None: strict JSON."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value
+
+
+def write_record(out: Path, record: dict) -> Path:
+    path = record_path(out, check_name("run_id", record["run_id"]))
+    atomic_write(path, json.dumps(finite(record), indent=1, default=str, allow_nan=False) + "\n")
+    return path
+
+
+_NUMBER = (int, float)
+_CONFIG_TYPES = {"task": str, "method": str, "workers": int, "steps": int, "seed": int, "backend": str}
+
+
+def problem(record: Any) -> str | None:
+    """Why a parsed record is not one this harness can use, or None. Checks what readers rely on: the keys,
+    their types, and numbers where numbers belong (a string in a metric would crash a table)."""
+    if not isinstance(record, dict):
+        return "not a JSON object"
+    if record.get("schema_version") != SCHEMA_VERSION:
+        return f"schema_version {record.get('schema_version')!r}, not {SCHEMA_VERSION}"
+    if not isinstance(record.get("run_id"), str) or not SAFE_NAME.match(record["run_id"]):
+        return f"run_id {record.get('run_id')!r} is not a run id"
+    if record.get("status") not in STATUSES:
+        return f"status {record.get('status')!r} is not one of {', '.join(STATUSES)}"
+    for key in ("config", "metrics"):
+        if not isinstance(record.get(key), dict):
+            return f"{key} is missing or not an object"
+    for key, typ in _CONFIG_TYPES.items():
+        value = record["config"].get(key)
+        if not isinstance(value, typ) or isinstance(value, bool):
+            return f"config.{key} is {value!r}, not a{'n integer' if typ is int else ' string'}"
+    for key, value in record["metrics"].items():
+        if value is not None and not isinstance(value, (*_NUMBER, dict, list)) or isinstance(value, (bool, str)):
+            return f"metrics.{key} is {value!r}, not a number"
+    if not isinstance(record.get("history", []), list) or not all(isinstance(h, dict) for h in record.get("history", [])):
+        return "history is not a list of objects"
+    for key in ("data", "env"):
+        if record.get(key) is not None and not isinstance(record[key], dict):
+            return f"{key} is not an object"
+    return None
+
+
+def load_record(path: Path) -> dict:
+    """The record in ``path``; raises :class:`UnreadableRecord` (one line, naming the file) if it is not one."""
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise UnreadableRecord(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    except UnicodeDecodeError:
+        raise UnreadableRecord(f"{path}: not text") from None
+    try:
+        record = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UnreadableRecord(f"{path}: not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
+    why = problem(record)
+    if why is not None:
+        raise UnreadableRecord(f"{path}: {why}")
+    if record["run_id"] != Path(path).stem:
+        raise UnreadableRecord(f"{path}: its run_id is {record['run_id']!r}, not the file's name")
+    return record
+
+
+def read_record(out: Path, run_id: str) -> dict | None:
+    """The record of ``run_id`` in ``out``, or None if there is none. Raises :class:`UnreadableRecord`."""
+    path = record_path(out, check_name("run_id", run_id))
+    if not path.exists():
+        return None
+    return load_record(path)
+
+
+def set_aside(out: Path, run_id: str) -> Path:
+    """Move an unreadable record out of the way (never deleting data): ``runs/<id>.json.unreadable-<time>``."""
+    path = record_path(out, run_id)
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+    target = path.with_name(f"{path.name}.unreadable-{stamp}")
+    os.replace(path, target)
+    return target
+
+
+def read_or_set_aside(out: Path, run_id: str, say: Callable[[str], None] | None = None) -> dict | None:
+    """The record of ``run_id``, or None if there is none or it was unreadable (then moved aside, and said)."""
+    try:
+        return read_record(out, run_id)
+    except UnreadableRecord as exc:
+        target = set_aside(out, run_id)
+        (say or _stderr)(f"commbench: {exc}; moved aside to {target.name}, the run will be run again")
+        return None
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+_NAMED: set[str] = set()  # unreadable records already named by this process (a report reads the folder often)
+
+
+def iter_records(root: Path, say: Callable[[str], None] | None = None) -> Iterator[dict]:
+    """Every record below ``root`` (any ``runs/`` folder at any depth). Each file that is not a usable record
+    is named in one line (``say``, stderr by default; once per process) and skipped."""
+    for path in sorted(Path(root).rglob("runs/*.json")):
+        try:
+            record = load_record(path)
+        except UnreadableRecord as exc:
+            if str(exc) not in _NAMED:
+                _NAMED.add(str(exc))
+                (say or _stderr)(f"commbench: skip {exc}")
+            continue
+        record["_path"] = str(path)
+        yield record
+
+
+EMPTY_METRICS = dict.fromkeys(
+    ("top1", "top5", "final_train_loss", "steps", "samples_seen", "wall_s", "train_s", "images_per_s",
+     "bytes_sent", "bytes_received", "bytes_fp32_equiv", "wire_bytes_measured"))
