@@ -1,35 +1,16 @@
 """Data in its real on-disk formats: IDX files written here, read by torchvision, provisioned like Debian's."""
 from __future__ import annotations
 
-import gzip
-import struct
 
-import numpy as np
 import pytest
 import torch
 
 from commbench.tasks.data import DataUnavailable, load_mnist_format, make_synthetic, provision_fashion_mnist
+from .helpers import fake_mnist
 
 
-def write_idx(path, array: np.ndarray, compress: bool) -> None:
-    """IDX: magic (0, 0, dtype 0x08 = ubyte, ndim), big-endian int32 dims, then the bytes."""
-    header = struct.pack(">BBBB", 0, 0, 0x08, array.ndim) + struct.pack(f">{array.ndim}I", *array.shape)
-    data = header + array.astype(np.uint8).tobytes()
-    if compress:
-        path = path.with_name(path.name + ".gz")
-        data = gzip.compress(data)
-    path.write_bytes(data)
 
 
-def fake_mnist(folder, n_train=30, n_test=10, compress=True):
-    rng = np.random.default_rng(0)
-    folder.mkdir(parents=True, exist_ok=True)
-    images = {"train": rng.integers(0, 256, (n_train, 28, 28)), "t10k": rng.integers(0, 256, (n_test, 28, 28))}
-    labels = {"train": rng.integers(0, 10, n_train), "t10k": rng.integers(0, 10, n_test)}
-    for split in ("train", "t10k"):
-        write_idx(folder / f"{split}-images-idx3-ubyte", images[split], compress)
-        write_idx(folder / f"{split}-labels-idx1-ubyte", labels[split], compress)
-    return images, labels
 
 
 def test_fashion_mnist_provisioned_from_gz_files(tmp_path):

@@ -17,7 +17,7 @@ from commbench.tasks.data.cifar10 import RESNET28_MEAN, RESNET28_STD, RESNET32_M
 from commbench.tasks.data.imagenet import CAFFE_MEAN_RGB
 from commbench.tasks.data.rng import sample_uniforms
 
-from .test_data import fake_mnist
+from .helpers import fake_mnist
 
 CLASS_NAMES = [b"airplane", b"automobile", b"bird", b"cat", b"deer", b"dog", b"frog", b"horse", b"ship", b"truck"]
 

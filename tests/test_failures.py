@@ -1,7 +1,6 @@
 """Runs that go wrong: a worker dies, a worker raises, training diverges. Records say what happened."""
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -12,15 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from .helpers import alive, record_of
 from .conftest import REPO, commbench
 
 TINY = ["run", "--task", "lenet-mnist", "--dataset", "synthetic", "--method", "baseline", "--workers", "2",
         "--quiet"]
 
 
-def record_of(out: Path) -> dict:
-    (path,) = (out / "runs").glob("*.json")
-    return json.loads(path.read_text())
 
 
 def children(pid: int) -> list[int]:
@@ -35,12 +32,6 @@ def rank_of(pid: int) -> int:
     return int(next(e for e in env if e.startswith(b"RANK=")).split(b"=")[1])
 
 
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
 
 
 def default_sigint() -> None:

@@ -6,7 +6,6 @@ nothing touches the host's own namespace.
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -22,6 +21,7 @@ from commbench import cli
 from commbench.launch import netns
 from commbench.launch.netns import STATE_DIR, cleanup_stale, emulated_network
 
+from .helpers import alive, record_of
 from .conftest import REPO, commbench
 
 pytestmark = pytest.mark.netns
@@ -62,9 +62,6 @@ def ours() -> set[str]:
     return {n for n in names if NS_NAME.match(n)} | files
 
 
-def record_of(out: Path) -> dict:
-    (path,) = (out / "runs").glob("*.json")
-    return json.loads(path.read_text())
 
 
 # -- 1. measured bytes against the ledger ----------------------------------------------------------------------
@@ -151,12 +148,6 @@ def worker_pids(name: str) -> list[int]:
     return [p for p in netns_pids(name) if is_worker(p)]
 
 
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def sigint_reaches_it() -> None:

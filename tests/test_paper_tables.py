@@ -7,12 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from commbench.config import ConfigError, resolve
+from commbench.config import ConfigError
 from commbench.analysis.papers.reference import COLUMNS, load_references
 from commbench.analysis.papers.tables import build, render, rows
-from commbench.store.records import SCHEMA_VERSION
-from commbench.methods import METHODS
 
+from .helpers import write_record
 from .conftest import commbench
 
 
@@ -28,31 +27,6 @@ def write_refs(folder: Path, paper: str, refs: list[dict], analogues: str | None
     return folder
 
 
-def write_record(root: Path, run_id: str, *, task="lenet-mnist", method="baseline", workers=2, seed=1, top1=0.9,
-                 status="done", backend="dist", tier="paper", dataset="mnist", substitute=None, params=None,
-                 optimizer="momentum", steps=10000, overrides=None, images_per_s=100.0, paper_bytes=None,
-                 bytes_sent=1000, config=None) -> dict:
-    """``config``: further configuration keys (``net``, ``global_batch``) over the defaults. The training
-    conditions (schedule, weight decay, averaging) are the task's own published recipe, as a run of it has."""
-    recipe = resolve({"task": task, "method": method if method in METHODS else "baseline"}).to_dict()
-    record = {
-        "schema_version": SCHEMA_VERSION, "run_id": run_id, "status": status, "error": None,
-        "config": {"task": task, "method": method, "dataset": dataset, "workers": workers, "backend": backend,
-                   "seed": seed, "tier": tier, "recipe": "momentum", "steps": steps, "global_batch": 64,
-                   "batch_per_worker": 64 // workers, "optimizer": {**recipe["optimizer"], "name": optimizer},
-                   "lr_schedule": recipe["lr_schedule"], "weight_decay": recipe["weight_decay"], "ema": recipe["ema"],
-                   "method_params": params or {}, "overrides": overrides or {},
-                   "method_version": METHODS[method].version if method in METHODS else 1},
-        "data": {"dataset": dataset, "synthetic": dataset == "synthetic", "substitute_for": substitute},
-        "metrics": {"top1": top1, "top5": 0.99, "images_per_s": images_per_s, "bytes_sent": bytes_sent,
-                    "bytes_received": bytes_sent, "bytes_fp32_equiv": 4 * bytes_sent,
-                    "paper_bytes": paper_bytes, "parameters": 1234, "steps": steps},
-        "history": [], "env": {},
-    }
-    record["config"].update(config or {})
-    (root / "runs").mkdir(parents=True, exist_ok=True)
-    (root / "runs" / f"{run_id}.json").write_text(json.dumps(record))
-    return record
 
 
 TERNGRAD = {"terngrad": {"clip": 2.5, "layerwise": True}, "noclip": {"clip": 0.0, "layerwise": True}}

@@ -23,7 +23,7 @@ from commbench.tasks.data import DataUnavailable, load_cifar10_jpeg, load_mnist_
 from commbench.tasks.data.mirror import MIRROR_ENV, md5_of
 
 from .conftest import commbench
-from .test_data import fake_mnist
+from .helpers import fake_mnist
 
 MNIST_TEST_PER_CLASS = [980, 1135, 1032, 1010, 982, 892, 958, 1028, 974, 1009]  # the mirror's README
 MNIST_TRAIN_PER_CLASS = [5923, 6742, 5958, 6131, 5842, 5421, 5918, 6265, 5851, 5949]

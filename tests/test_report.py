@@ -11,7 +11,7 @@ from commbench.analysis.plots import plot_all
 from commbench.analysis.report import Block, write_report
 
 from .conftest import commbench
-from .test_paper_tables import write_record
+from .helpers import write_record
 
 
 @pytest.fixture(autouse=True)

@@ -1,4 +1,4 @@
-"""The training loop: one function, read top to bottom.
+"""The training loop: ``train`` reads top to bottom, a :class:`Trainer` holds the phases of a step.
 
 The same code runs every local worker of a process: all N under ``sim``, one under ``dist``. Each step draws
 one global batch; worker i reads slice i of it; each worker computes its gradient; the method exchanges and
@@ -212,99 +212,103 @@ def time_breakdown(loop_times: dict, method_times: dict, train_s: float) -> dict
     return out
 
 
-def train(cfg: RunConfig, comm: Communicator, report: Reporter | None = None,
-          keep_weights: bool = False, checkpoints: Checkpoints | None = None) -> Outcome | None:
-    """Run ``cfg`` for the local workers of ``comm``. Returns the outcome where worker 0 lives, else None.
+class Trainer:
+    """The local workers of one process (all N under sim, one under dist) and what they train with. ``train``
+    drives it step by step through its phases: local gradients, exchange and update, log point, checkpoint."""
 
-    With ``checkpoints``, resume from the checkpoint in force (if any), save every ``checkpoints.every``
-    steps, and on a stop signal save and return an ``interrupted`` outcome."""
-    set_threads(cfg)
-    device = pick_device(cfg, comm)
-    task = TASKS[cfg.task]
-    data = task.load_data(cfg.dataset, Path(cfg.data_root or "data"), cfg.model_variant)
-    holds_rank0 = comm.local_ranks[0] == 0
+    def __init__(self, cfg: RunConfig, comm: Communicator, checkpoints: Checkpoints | None):
+        set_threads(cfg)
+        self.cfg, self.comm, self.checkpoints = cfg, comm, checkpoints
+        self.device = device = pick_device(cfg, comm)
+        self.task = task = TASKS[cfg.task]
+        self.data = task.load_data(cfg.dataset, Path(cfg.data_root or "data"), cfg.model_variant)
+        self.holds_rank0 = comm.local_ranks[0] == 0
 
-    # Identical initial weights everywhere: one seed, one construction, copies for local workers.
-    torch.manual_seed(cfg.seed)
-    template = task.build_model(cfg.model_variant, data.num_classes, **cfg.model_options)
-    models = [copy.deepcopy(template).to(device).train() for _ in comm.local_ranks]
-    workers = [Worker(rank, dict(m.named_parameters()), make_optimizer(cfg.optimizer, m.parameters()),
-                      seed=derive_seed(cfg.seed, rank, 2))
-               for rank, m in zip(comm.local_ranks, models)]
-    method_cls = METHODS[cfg.method]
-    method = method_cls(comm, workers, method_cls.Params(**cfg.method_params),
-                        task.weight_decay_map(template, cfg.weight_decay), ema=cfg.ema)
-    grad_elements = sum(p.numel() for p in template.parameters())
-    del template
+        # Identical initial weights everywhere: one seed, one construction, copies for local workers.
+        torch.manual_seed(cfg.seed)
+        template = task.build_model(cfg.model_variant, self.data.num_classes, **cfg.model_options)
+        self.models = [copy.deepcopy(template).to(device).train() for _ in comm.local_ranks]
+        self.workers = [Worker(rank, dict(m.named_parameters()), make_optimizer(cfg.optimizer, m.parameters()),
+                               seed=derive_seed(cfg.seed, rank, 2))
+                        for rank, m in zip(comm.local_ranks, self.models)]
+        self.method_cls = METHODS[cfg.method]
+        self.method = self.method_cls(comm, self.workers, self.method_cls.Params(**cfg.method_params),
+                                      task.weight_decay_map(template, cfg.weight_decay), ema=cfg.ema)
+        self.grad_elements = sum(p.numel() for p in template.parameters())
+        del template
 
-    # Worker i's own random stream (dropout), the same in sim and dist.
-    def get_rng():
-        return (torch.get_rng_state(), torch.cuda.get_rng_state(device) if device.type == "cuda" else None)
+        # Worker i's own random stream (dropout), the same in sim and dist.
+        self.rng_states = {}
+        for rank in comm.local_ranks:
+            torch.manual_seed(derive_seed(cfg.seed, rank))  # seeds the CUDA generators too
+            self.rng_states[rank] = self.get_rng()
+        self.swap_rng = len(comm.local_ranks) > 1
 
-    def set_rng(state):
+        # A method with global weights of its own (a parameter server's) is evaluated on them and averages them
+        # itself; otherwise worker 0's model is evaluated, averaged here.
+        self.ema = EMA(self.models[0], cfg.ema) if (cfg.ema and self.holds_rank0 and
+                                                    not self.method.has_global_weights) else None
+        self.eval_model = (copy.deepcopy(self.models[0])
+                           if (self.ema or self.method.has_global_weights) and self.holds_rank0 else None)
+        self.evals, self.stride = eval_steps(cfg), log_stride(cfg)
+        self.loop = Loop()
+        self.resume()
+        self.streams = {r: self.data.train_stream(self.worker_batches(r), cfg.seed) for r in comm.local_ranks}
+        self.loss_sum = torch.tensor(self.loop.loss_sum, dtype=torch.float64, device=device)
+        self.exchange = Exchange(cfg, self.method, self.workers)
+        self.last_report = time.monotonic()
+
+    # -- set-up ------------------------------------------------------------------------------------------------
+    def get_rng(self):
+        cuda = self.device.type == "cuda"
+        return torch.get_rng_state(), torch.cuda.get_rng_state(self.device) if cuda else None
+
+    def set_rng(self, state) -> None:
         torch.set_rng_state(state[0])
         if state[1] is not None:  # dropout on CUDA draws from the device's generator
-            torch.cuda.set_rng_state(state[1], device)
+            torch.cuda.set_rng_state(state[1], self.device)
 
-    rng_states = {}
-    for rank in comm.local_ranks:
-        torch.manual_seed(derive_seed(cfg.seed, rank))  # seeds the CUDA generators too
-        rng_states[rank] = get_rng()
-    swap_rng = len(comm.local_ranks) > 1
-
-    # A method with global weights of its own (a parameter server's) is evaluated on them and averages them
-    # itself; otherwise worker 0's model is evaluated, averaged here.
-    ema = EMA(models[0], cfg.ema) if (cfg.ema and holds_rank0 and not method.has_global_weights) else None
-    eval_model = copy.deepcopy(models[0]) if (ema or method.has_global_weights) and holds_rank0 else None
-    evals, stride = eval_steps(cfg), log_stride(cfg)
-    per_worker = cfg.batch_per_worker
-
-    loop = Loop()
-    saved = checkpoints.load() if checkpoints else None
-    if saved is not None:
-        for model, worker, state in zip(models, workers, saved["workers"]):
+    def resume(self) -> None:
+        """Take up the checkpoint in force, if any: models, optimizers, method, EMA, ledger, generators, loop."""
+        saved = self.checkpoints.load() if self.checkpoints else None
+        if saved is None:
+            return
+        for model, worker, state in zip(self.models, self.workers, saved["workers"]):
             model.load_state_dict(state["model"])
             worker.optimizer.load_state_dict(state["optimizer"])
-        method.load_state_dict(saved["method"])
-        if ema:
-            ema.load_state_dict(saved["ema"])
-        comm.ledger.load_state_dict(saved["ledger"])
-        rng_states = restore_rng(saved["rng"])
-        loop = Loop(**saved["loop"])
-        loop.resumed_at.append(loop.done)
-        method.times.update(loop.method_times)
+        self.method.load_state_dict(saved["method"])
+        if self.ema:
+            self.ema.load_state_dict(saved["ema"])
+        self.comm.ledger.load_state_dict(saved["ledger"])
+        self.rng_states = restore_rng(saved["rng"])
+        self.loop = Loop(**saved["loop"])
+        self.loop.resumed_at.append(self.loop.done)
+        self.method.times.update(self.loop.method_times)
 
-    def snapshot() -> dict:
+    def snapshot(self) -> dict:
         return {"workers": [{"model": m.state_dict(), "optimizer": w.optimizer.state_dict()}
-                            for m, w in zip(models, workers)],
-                "method": method.state_dict(), "ema": ema.state_dict() if ema else None,
-                "ledger": comm.ledger.state_dict(), "rng": capture_rng(rng_states), "loop": vars(loop)}
+                            for m, w in zip(self.models, self.workers)],
+                "method": self.method.state_dict(), "ema": self.ema.state_dict() if self.ema else None,
+                "ledger": self.comm.ledger.state_dict(), "rng": capture_rng(self.rng_states), "loop": vars(self.loop)}
 
-    # One stream of training batches per local worker: worker i's slice of each step's global batch. Each has
-    # its own GlobalBatches, so streams that read ahead do not evict each other's epoch permutation. A resumed
-    # run starts the streams at its step: indices and augmentation depend on (seed, step, sample) alone.
-    def worker_batches(rank: int):
-        batches = GlobalBatches(data.train_size, cfg.global_batch, cfg.seed)
+    def worker_batches(self, rank: int):
+        """Worker ``rank``'s slice of each step's global batch. Each stream has its own GlobalBatches, so streams
+        that read ahead do not evict each other's epoch permutation. A resumed run starts the streams at its
+        step: indices and augmentation depend on (seed, step, sample) alone."""
+        cfg, per_worker = self.cfg, self.cfg.batch_per_worker
+        batches = GlobalBatches(self.data.train_size, cfg.global_batch, cfg.seed)
         return ((step, batches.indices(step)[rank * per_worker:(rank + 1) * per_worker])
-                for step in range(loop.done, cfg.steps))
+                for step in range(self.loop.done, cfg.steps))
 
-    streams = {r: data.train_stream(worker_batches(r), cfg.seed) for r in comm.local_ranks}
-
-    status, stopped_by = "done", None
-    loss_sum = torch.tensor(loop.loss_sum, dtype=torch.float64, device=device)
-    last_report = time.monotonic()
-    exchange = Exchange(cfg, method, workers)
-    for step in range(loop.done, cfg.steps):
-        if cfg.fail_at_step is not None and step == cfg.fail_at_step and cfg.workers - 1 in comm.local_ranks:
-            raise RuntimeError(f"fail_at_step={step}: worker {cfg.workers - 1} fails on purpose")
-        t0 = time.perf_counter()
-        exchange.start(step)
-        grads = []
-        for worker, model in zip(workers, models):
-            x, y = next(streams[worker.rank])
-            x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-            if swap_rng:
-                set_rng(rng_states[worker.rank])
+    # -- the phases of a step ----------------------------------------------------------------------------------
+    def local_gradients(self) -> list[dict]:
+        """Forward and backward on each local worker's batch; buckets start their exchange inside backward."""
+        grads, loop, method = [], self.loop, self.method
+        for worker, model in zip(self.workers, self.models):
+            x, y = next(self.streams[worker.rank])
+            x, y = x.to(self.device, non_blocking=True), y.to(self.device, non_blocking=True)
+            if self.swap_rng:
+                self.set_rng(self.rng_states[worker.rank])
             t_compute, exchanged = time.perf_counter(), sum(method.times.values())
             model.zero_grad(set_to_none=True)
             loss = F.cross_entropy(model(x), y)
@@ -312,85 +316,143 @@ def train(cfg: RunConfig, comm: Communicator, report: Reporter | None = None,
             # forward+backward, less what the exchange did inside backward's hooks (counted in its phases)
             inside = sum(method.times.values()) - exchanged
             loop.times["compute"] = loop.times.get("compute", 0.0) + time.perf_counter() - t_compute - inside
-            if swap_rng:
-                rng_states[worker.rank] = get_rng()
+            if self.swap_rng:
+                self.rng_states[worker.rank] = self.get_rng()
             grads.append({n: p.grad for n, p in worker.params.items()})
-            loss_sum += loss.detach()
+            self.loss_sum += loss.detach()
             loop.loss_count += 1
-        exchange.finish(grads, lr_at(cfg.lr_schedule, step, cfg.steps), step)
-        if ema:
-            ema.update(models[0])
+        return grads
+
+    def step(self, step: int) -> None:
+        """One training step: local gradients, then the exchange and the update (and the EMA)."""
+        self.exchange.start(step)
+        grads = self.local_gradients()
+        self.exchange.finish(grads, lr_at(self.cfg.lr_schedule, step, self.cfg.steps), step)
+        if self.ema:
+            self.ema.update(self.models[0])
+
+    def log_point(self, step: int, report: Reporter | None) -> bool:
+        """At a history point: agree across processes on loss and bytes, evaluate where due, report. False when
+        the run diverged (the point is recorded; the loop stops)."""
+        cfg, comm, loop = self.cfg, self.comm, self.loop
+        done = loop.done
+        if not is_log_point(done, self.stride, self.evals):
+            if report and time.monotonic() - self.last_report >= REPORT_EVERY_S:  # this process's loss, no sync
+                self.last_report = time.monotonic()
+                report(done, cfg.steps, self.loss_sum.item() / max(1, loop.loss_count))
+            return True
+        # Agree across processes on the loss, divergence and bytes (uncounted control channel).
+        totals = comm.control_sum(torch.tensor([self.loss_sum.item(), loop.loss_count,
+                                                comm.ledger.total_sent(cfg.workers),
+                                                comm.ledger.total_received(cfg.workers)], dtype=torch.float64))
+        loop.mean_loss = totals[0].item() / max(1.0, totals[1].item())
+        self.loss_sum.zero_()
+        loop.loss_count = 0
+        point = {"step": done, "train_loss": loop.mean_loss, "top1": None, "bytes_sent": int(totals[2].item()),
+                 "lr": lr_at(cfg.lr_schedule, step, cfg.steps), "train_s": loop.train_s}
+        if not math.isfinite(loop.mean_loss):
+            loop.history.append(point)
+            return False
+        if done in self.evals and self.holds_rank0:
+            loop.top1, loop.top5 = evaluate(self.evaluation_model(), self.data, cfg.eval["batch_size"], self.device)
+            point["top1"], point["top5"] = loop.top1, loop.top5
+        loop.history.append(point)
+        if report:
+            report(done, cfg.steps, loop.mean_loss)
+        return True
+
+    def evaluation_model(self) -> torch.nn.Module:
+        """Worker 0's model; its EMA; or the servers' weights (buffers such as BN statistics are worker 0's)."""
+        if self.ema:
+            self.eval_model.load_state_dict(self.models[0].state_dict())
+            self.ema.apply_to(self.eval_model)
+            return self.eval_model
+        if self.method.has_global_weights:
+            self.eval_model.load_state_dict({**self.models[0].state_dict(), **self.method.eval_weights()})
+            return self.eval_model
+        return self.models[0]
+
+    def checkpoint(self) -> str | None:
+        """At a sync point: save if due or asked; the stop signal that ends the run, if one came."""
+        done = self.loop.done
+        if not (self.checkpoints and self.checkpoints.sync_point(done, self.cfg.steps)):
+            return None
+        save, stopped_by = self.checkpoints.decide(done, self.comm)
+        if save:
+            self.loop.loss_sum = self.loss_sum.item()
+            self.loop.method_times = dict(self.method.times)
+            self.checkpoints.save(done, self.snapshot(), self.comm)
+        return stopped_by
+
+    # -- the end -----------------------------------------------------------------------------------------------
+    def outcome(self, status: str, stopped_by: str | None, keep_weights: bool) -> Outcome | None:
+        """Close the streams, agree on the final byte counts; where worker 0 lives, the run's outcome."""
+        cfg, comm, loop = self.cfg, self.comm, self.loop
+        for stream in self.streams.values():  # stops loader worker processes, if any
+            getattr(stream, "close", lambda: None)()
+        totals = final_totals(cfg, comm)
+        if not self.holds_rank0:
+            return None
+        done, train_s = loop.done, loop.train_s
+        metrics = {
+            "top1": loop.top1 if status == "done" else None, "top5": loop.top5 if status == "done" else None,
+            "final_train_loss": loop.mean_loss, "steps": done, "samples_seen": done * cfg.global_batch,
+            "train_s": train_s, "images_per_s": done * cfg.global_batch / train_s if train_s > 0 else None,
+            "bytes_sent": int(totals[0].item()), "bytes_received": int(totals[1].item()),
+            **({"server_bytes_sent": int(totals[2].item()), "server_bytes_received": int(totals[3].item())}
+               if comm.num_servers else {}),
+            "bytes_fp32_equiv": 4 * self.grad_elements * cfg.workers * done, "wire_bytes_measured": None,
+            "parameters": self.grad_elements, "threads_per_worker": torch.get_num_threads(),
+            **{e: totals[4 + i].item() for i, e in enumerate(self.method_cls.extra_metrics)},
+        }
+        metrics["time_breakdown"] = time_breakdown(loop.times, self.method.times, train_s)
+        final_model = self.eval_model if self.method.has_global_weights else self.models[0]  # the last evaluated
+        weights = ({k: v.detach().cpu().clone() for k, v in final_model.state_dict().items()}
+                   if keep_weights else None)
+        provenance = {"dataset": cfg.dataset, "synthetic": cfg.dataset == "synthetic",
+                      "substitute_for": self.task.paper_dataset if cfg.dataset != self.task.paper_dataset else None,
+                      **self.data.provenance}
+        return Outcome(status, metrics, loop.history, provenance, weights, stopped_by, loop.resumed_at)
+
+
+def with_test_aids(cfg: RunConfig, comm: Communicator, step: Callable[[int], None]) -> Callable[[int], None]:
+    """``step``, or, where a test asked for it, ``step`` with its aids: the last worker fails at
+    ``fail_at_step``; every step sleeps ``step_sleep_s`` (a run long enough to meet a time limit)."""
+    fails = cfg.fail_at_step is not None and cfg.workers - 1 in comm.local_ranks
+    if not fails and not cfg.step_sleep_s:
+        return step
+
+    def aided(i: int) -> None:
+        if fails and i == cfg.fail_at_step:
+            raise RuntimeError(f"fail_at_step={i}: worker {cfg.workers - 1} fails on purpose")
+        step(i)
         if cfg.step_sleep_s:
             time.sleep(cfg.step_sleep_s)
+    return aided
+
+
+def train(cfg: RunConfig, comm: Communicator, report: Reporter | None = None,
+          keep_weights: bool = False, checkpoints: Checkpoints | None = None) -> Outcome | None:
+    """Run ``cfg`` for the local workers of ``comm``. Returns the outcome where worker 0 lives, else None.
+
+    With ``checkpoints``, resume from the checkpoint in force (if any), save every ``checkpoints.every``
+    steps, and on a stop signal save and return an ``interrupted`` outcome."""
+    trainer = Trainer(cfg, comm, checkpoints)
+    loop, step_once = trainer.loop, with_test_aids(cfg, comm, trainer.step)
+    status, stopped_by = "done", None
+    for step in range(loop.done, cfg.steps):
+        t0 = time.perf_counter()
+        step_once(step)
         loop.train_s += time.perf_counter() - t0
-        loop.done = done = step + 1
-
-        if is_log_point(done, stride, evals):
-            # Agree across processes on the loss, divergence and bytes (uncounted control channel).
-            totals = comm.control_sum(torch.tensor([loss_sum.item(), loop.loss_count,
-                                                    comm.ledger.total_sent(cfg.workers),
-                                                    comm.ledger.total_received(cfg.workers)], dtype=torch.float64))
-            loop.mean_loss = totals[0].item() / max(1.0, totals[1].item())
-            loss_sum.zero_()
-            loop.loss_count = 0
-            point = {"step": done, "train_loss": loop.mean_loss, "top1": None, "bytes_sent": int(totals[2].item()),
-                     "lr": lr_at(cfg.lr_schedule, step, cfg.steps), "train_s": loop.train_s}
-            if not math.isfinite(loop.mean_loss):
-                status = "diverged"
-                loop.history.append(point)
-                break
-            if done in evals and holds_rank0:
-                model = models[0]
-                if ema:
-                    eval_model.load_state_dict(models[0].state_dict())
-                    ema.apply_to(eval_model)
-                    model = eval_model
-                elif method.has_global_weights:  # the servers' weights; buffers (BN statistics) are worker 0's
-                    eval_model.load_state_dict({**models[0].state_dict(), **method.eval_weights()})
-                    model = eval_model
-                loop.top1, loop.top5 = evaluate(model, data, cfg.eval["batch_size"], device)
-                point["top1"], point["top5"] = loop.top1, loop.top5
-            loop.history.append(point)
-            if report:
-                report(done, cfg.steps, loop.mean_loss)
-        elif report and time.monotonic() - last_report >= REPORT_EVERY_S:  # this process's loss, no sync
-            last_report = time.monotonic()
-            report(done, cfg.steps, loss_sum.item() / max(1, loop.loss_count))
-
-        if checkpoints and checkpoints.sync_point(done, cfg.steps):
-            save, stopped_by = checkpoints.decide(done, comm)
-            if save:
-                loop.loss_sum = loss_sum.item()
-                loop.method_times = dict(method.times)
-                checkpoints.save(done, snapshot(), comm)
-            if stopped_by:
-                status = "interrupted"
-                break
-
-    for stream in streams.values():  # stops loader worker processes, if any
-        getattr(stream, "close", lambda: None)()
-    totals = final_totals(cfg, comm)
-    if not holds_rank0:
-        return None
-    done, train_s = loop.done, loop.train_s
-    metrics = {
-        "top1": loop.top1 if status == "done" else None, "top5": loop.top5 if status == "done" else None,
-        "final_train_loss": loop.mean_loss, "steps": done, "samples_seen": done * cfg.global_batch,
-        "train_s": train_s, "images_per_s": done * cfg.global_batch / train_s if train_s > 0 else None,
-        "bytes_sent": int(totals[0].item()), "bytes_received": int(totals[1].item()),
-        **({"server_bytes_sent": int(totals[2].item()), "server_bytes_received": int(totals[3].item())}
-           if comm.num_servers else {}),
-        "bytes_fp32_equiv": 4 * grad_elements * cfg.workers * done, "wire_bytes_measured": None,
-        "parameters": grad_elements, "threads_per_worker": torch.get_num_threads(),
-        **{e: totals[4 + i].item() for i, e in enumerate(method_cls.extra_metrics)},
-    }
-    metrics["time_breakdown"] = time_breakdown(loop.times, method.times, train_s)
-    final_model = eval_model if method.has_global_weights else models[0]  # what the last evaluation saw
-    weights = {k: v.detach().cpu().clone() for k, v in final_model.state_dict().items()} if keep_weights else None
-    provenance = {"dataset": cfg.dataset, "synthetic": cfg.dataset == "synthetic",
-                  "substitute_for": task.paper_dataset if cfg.dataset != task.paper_dataset else None,
-                  **data.provenance}
-    return Outcome(status, metrics, loop.history, provenance, weights, stopped_by, loop.resumed_at)
+        loop.done = step + 1
+        if not trainer.log_point(step, report):
+            status = "diverged"
+            break
+        stopped_by = trainer.checkpoint()
+        if stopped_by:
+            status = "interrupted"
+            break
+    return trainer.outcome(status, stopped_by, keep_weights)
 
 
 def serve(cfg: RunConfig, comm: Communicator, checkpoints: Checkpoints | None = None) -> None:

@@ -114,7 +114,7 @@ NUMERIC = ("paper value", "n", "delta", "paper gap", "our gap")
 LEGEND = ("reproduced: mean ± std over the seeds of one setting (n runs); delta: reproduced - paper; gap: a "
           "method's top-1/top-5 minus its baseline's, in the paper (the same table's baseline row) and here (the "
           "baseline run of the same setting and seed); verdict: reproduced, not reproduced, untestable here or "
-          "missing, by the rule in the README (why: what was compared, or why it cannot be); differs: how the "
+          "missing, by the rule in docs/papers.md (why: what was compared, or why it cannot be); differs: how the "
           "runs' setting departs from the paper's.")
 
 

@@ -1,6 +1,6 @@
 """One verdict per paper-table row, by a stated rule: reproduced, not reproduced, untestable here, or missing.
 
-The rule (also in the README):
+The rule (also in docs/papers.md):
 
 * ``missing``: no run fills the row (the table says why).
 * What can be compared where. An *absolute* value (a top-1, a top-5, a share of bytes, images/s) compares only
