@@ -137,3 +137,34 @@ def test_malformed_grids(tmp_path, text, item):
     with pytest.raises(ConfigError) as err:
         expand(load_grid(write(tmp_path, text)))
     assert item in str(err.value)
+
+
+def test_every_config_field_comes_from_one_declaration():
+    """A RunConfig field is a declared setting's, bookkeeping, or derived from settings: a new field cannot
+    enter the record (and the run id) without a declaration saying whether it is in the id."""
+    import dataclasses
+
+    from commbench.config import BOOKKEEPING, SETTINGS, RunConfig
+
+    fields = {f.name for f in dataclasses.fields(RunConfig)}
+    declared = {s.config_field for s in SETTINGS}
+    derived = {"batch_per_worker", "method_params", "method_version"}  # the batch split, the method's own
+    assert fields == declared | set(BOOKKEEPING) | derived
+    assert len({s.key for s in SETTINGS}) == len(SETTINGS)
+
+
+@pytest.mark.parametrize("key,value", [("data_root", "/elsewhere"), ("threads", 1), ("checkpoint.every", 50),
+                                       ("step_sleep_s", 0.5)])
+def test_settings_declared_out_of_the_id_leave_it_alone(key, value):
+    from commbench.config import SETTING
+
+    base = {"task": "lenet-mnist", "method": "baseline", "dataset": "synthetic"}
+    assert not SETTING[key].in_id
+    assert resolve({**base, key: value}).run_id == resolve(base).run_id
+
+
+@pytest.mark.parametrize("key,value", [("seed", 2), ("workers", 2), ("lr_schedule.base_lr", 0.5), ("device", "cpu"),
+                                       ("eval.every", 7)])
+def test_settings_declared_in_the_id_change_it(key, value):
+    base = {"task": "lenet-mnist", "method": "baseline", "dataset": "synthetic", "device": "auto"}
+    assert resolve({**base, key: value}).run_id != resolve(base).run_id

@@ -5,7 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from commbench.config import ConfigError, RunConfig, parse_set, resolve
+from commbench.config import ConfigError, RunConfig, parse_set, resolve, run_flags
 from commbench.cli import model as model_command
 
 GRIDS_DIR = Path(__file__).resolve().parent.parent / "grids"
@@ -28,24 +28,19 @@ def build_parser() -> Parser:
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
 
     run = sub.add_parser("run", help="run one configuration")
-    run.add_argument("--task", required=True)
-    run.add_argument("--method", required=True)
-    run.add_argument("--workers", type=int)
-    run.add_argument("--backend", choices=["dist", "sim"])
-    steps = run.add_mutually_exclusive_group()
-    steps.add_argument("--steps", type=int)
-    steps.add_argument("--epochs", type=float)
-    run.add_argument("--tier", choices=["paper", "cpu", "smoke"])
-    run.add_argument("--dataset")
-    run.add_argument("--data-root")
-    run.add_argument("--seed", type=int)
+    groups: dict[str, argparse._MutuallyExclusiveGroup] = {}
+    for flag, setting in run_flags():  # the settings that are flags too, as config declares them
+        options = dict(setting.flag)
+        group = options.pop("group", None)
+        if group and group not in groups:
+            groups[group] = run.add_mutually_exclusive_group()
+        target = groups[group] if group else run
+        target.add_argument(flag, dest=setting.key, **options)
     run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     run.add_argument("--out", default="results")
     run.add_argument("--force", action="store_true", help="run again even if a done record exists")
     run.add_argument("--save-weights", action="store_true", help="also save worker 0's final weights")
     run.add_argument("--quiet", action="store_true", help="no progress output")
-    run.add_argument("--net", metavar="RATE", help="dist only, needs root: every process in its own network "
-                                                   "namespace, each link limited to RATE (1gbit, 100mbit, 500kbit)")
 
     sweep = sub.add_parser("sweep", help="run every configuration of a grid file")
     sweep.add_argument("grid")
@@ -104,9 +99,7 @@ def build_parser() -> Parser:
 
 
 def run_settings(args) -> dict:
-    settings = {"task": args.task, "method": args.method, "workers": args.workers, "backend": args.backend,
-                "steps": args.steps, "epochs": args.epochs, "tier": args.tier, "dataset": args.dataset,
-                "data_root": args.data_root, "seed": args.seed, "net": args.net}
+    settings = {s.key: getattr(args, s.key) for _, s in run_flags()}
     settings = {k: v for k, v in settings.items() if v is not None}
     for key, value in parse_set(args.set).items():
         if key in settings and settings[key] != value:

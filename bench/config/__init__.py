@@ -145,66 +145,115 @@ MAX_WORKERS = 4096
 OPTIMIZERS = ("sgd", "momentum", "adam")
 TIERS = ("paper", "cpu", "smoke")
 
+_NO_IMPLICIT = object()
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting a run knows, declared once (``SETTINGS``). From the declarations come every key's parser
+    (validation), the generic defaults, what enters the run id, what tells settings apart in comparisons (the
+    paper tables group the seeds of one setting), and the flags of ``commbench run``."""
+
+    key: str
+    parse: Callable[[str, Any], Any]
+    default: Cited | None = None  # the generic default; a task's recipe or tier may set another
+    field: str | None = None      # the RunConfig field holding it, where that is not the key itself
+    in_id: bool = True            # False: changes how a run executes, not what it computes
+    compared: bool = True         # False: runs differing only here are one setting (seeds, device, evaluation)
+    implicit: Any = _NO_IMPLICIT  # the value every record had before the setting existed: out of the id there
+    flag: dict | None = None      # argparse options of its `commbench run` flag (--key); None: only --set
+
+    @property
+    def config_field(self) -> str:
+        return self.field or self.key
+
+
+def _h(value, source):  # a harness default, with its reason
+    return Cited(value, source)
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("task", _str, flag={"required": True}),
+    Setting("method", _str, flag={"required": True}),
+    Setting("dataset", _opt_str, flag={}),
+    Setting("recipe", _opt_str),
+    Setting("data_root", _opt_str, in_id=False, compared=False, flag={}),
+    Setting("backend", _choice("dist", "sim"), _h("dist", "harness default: real torch.distributed workers"),
+            flag={"choices": ["dist", "sim"]}),
+    Setting("workers", _int(1, MAX_WORKERS), _h(1, "harness default"), flag={"type": int}),
+    Setting("seed", _int(0, 2 ** 64 - 1), _h(1, "harness default"), compared=False, flag={"type": int}),
+    Setting("tier", _choice(*TIERS), _h("paper", "harness default"), flag={"choices": list(TIERS)}),
+    Setting("steps", _int(1, MAX_STEPS), flag={"type": int, "group": "length"}),
+    Setting("epochs", _float(1e-9, 1e6), field="steps", flag={"type": float, "group": "length"}),
+    Setting("global_batch", _int(1)),
+    Setting("model.variant", _opt_str, field="model_variant"),
+    Setting("model.dropout", _float(0, 1), field="model_options"),
+    Setting("optimizer.name", _choice(*OPTIMIZERS), field="optimizer"),
+    Setting("optimizer.momentum", _float(0, 1), _h(0.0, "harness default (no momentum)"), field="optimizer"),
+    Setting("optimizer.momentum_form", _choice("lr_outside", "lr_inside"),
+            _h("lr_outside", "harness default: torch's and TF's momentum, buf = m buf + g; w -= lr buf"),
+            field="optimizer", implicit="lr_outside"),
+    Setting("optimizer.beta1", _float(0, 1), _h(0.9, "TF/torch Adam default"), field="optimizer"),
+    Setting("optimizer.beta2", _float(0, 1), _h(0.999, "TF/torch Adam default"), field="optimizer"),
+    Setting("optimizer.eps", _float(0), _h(1e-8, "TF/torch Adam default"), field="optimizer"),
+    Setting("lr_schedule.kind", _choice(*LR_KINDS), field="lr_schedule"),
+    Setting("lr_schedule.base_lr", _float(0), field="lr_schedule"),
+    Setting("lr_schedule.power", _float(0), _h(1.0, "harness default"), field="lr_schedule"),
+    Setting("lr_schedule.end_lr", _float(0), _h(0.0, "harness default"), field="lr_schedule"),
+    Setting("lr_schedule.gamma", _float(0), _h(0.1, "Caffe/TF decay factor default 0.1"), field="lr_schedule"),
+    Setting("lr_schedule.step_size", _int(1), _h(None, "harness default: unset"), field="lr_schedule"),
+    Setting("lr_schedule.milestones", _int_list, _h([], "harness default: none"), field="lr_schedule"),
+    Setting("lr_schedule.warmup_steps", _int(0), field="lr_schedule"),
+    Setting("weight_decay", _float(0), _h(0.0, "harness default")),
+    Setting("ema", _float(0, 1), _h(0.0, "harness default: no EMA")),
+    Setting("eval.every", _int(0), _h(0, "harness default: 0 = four evaluations plus the final one"), field="eval",
+            compared=False),
+    Setting("eval.batch_size", _int(1), _h(500, "harness default"), field="eval", compared=False),
+    Setting("device", _choice("auto", "cpu", "cuda"), _h("auto", "harness default: CUDA when available"),
+            compared=False),
+    Setting("threads", _opt_int(1), _h(None, "harness default: the machine's cores split among local workers"),
+            in_id=False, compared=False),
+    Setting("fail_at_step", _opt_int(0), _h(None, "harness default: off (testing aid)"), compared=False),
+    Setting("deterministic", _bool, _h(False, "harness default")),
+    Setting("checkpoint.every", _int(0),
+            _h(0, "harness default: checkpoint only when a stop signal (SIGUSR1/2) asks"),
+            field="checkpoint_every", in_id=False, compared=False),
+    Setting("step_sleep_s", _float(0, 60),
+            _h(0.0, "harness default: off (testing aid: a slow step, to meet a time limit)"),
+            in_id=False, compared=False),
+    Setting("net", _net, _h(None, "harness default: the host's own network, not emulated"),
+            flag={"metavar": "RATE", "help": "dist only, needs root: every process in its own network namespace, "
+                                             "each link limited to RATE (1gbit, 100mbit, 500kbit)"}),
+    Setting("exchange", _choice("overlapped", "after-backward"),
+            _h("overlapped", "harness default: as DistributedDataParallel, gradients travel in buckets whose "
+                             "exchange starts while backward runs"), implicit="after-backward"),
+    Setting("bucket_mb", _float(0.001, 100_000),
+            _h(25.0, "torch DistributedDataParallel default bucket_cap_mb=25 (first bucket 1 MiB)"), implicit=25.0),
+)
+SETTING = {s.key: s for s in SETTINGS}
+
 # Every setting a run knows, with its parser. ``method.<param>`` keys are checked against the method.
-KEYS: dict[str, Callable[[str, Any], Any]] = {
-    "task": _str, "method": _str, "dataset": _opt_str, "recipe": _opt_str, "data_root": _opt_str,
-    "workers": _int(1, MAX_WORKERS), "backend": _choice("dist", "sim"), "seed": _int(0, 2 ** 64 - 1),
-    "tier": _choice(*TIERS), "steps": _int(1, MAX_STEPS), "epochs": _float(1e-9, 1e6), "global_batch": _int(1),
-    "model.variant": _opt_str, "model.dropout": _float(0, 1),
-    "optimizer.name": _choice(*OPTIMIZERS), "optimizer.momentum": _float(0, 1),
-    "optimizer.momentum_form": _choice("lr_outside", "lr_inside"),
-    "optimizer.beta1": _float(0, 1), "optimizer.beta2": _float(0, 1), "optimizer.eps": _float(0),
-    "lr_schedule.kind": _choice(*LR_KINDS), "lr_schedule.base_lr": _float(0),
-    "lr_schedule.power": _float(0), "lr_schedule.end_lr": _float(0), "lr_schedule.gamma": _float(0),
-    "lr_schedule.step_size": _int(1), "lr_schedule.milestones": _int_list, "lr_schedule.warmup_steps": _int(0),
-    "weight_decay": _float(0), "ema": _float(0, 1),
-    "eval.every": _int(0), "eval.batch_size": _int(1),
-    "device": _choice("auto", "cpu", "cuda"), "threads": _opt_int(1), "fail_at_step": _opt_int(0),
-    "deterministic": _bool, "checkpoint.every": _int(0), "step_sleep_s": _float(0, 60),
-    "net": _net,
-    "exchange": _choice("overlapped", "after-backward"), "bucket_mb": _float(0.001, 100_000),
-}
-
+KEYS: dict[str, Callable[[str, Any], Any]] = {s.key: s.parse for s in SETTINGS}
 # Defaults that hold for every task unless its recipe says otherwise (each with its reason).
-GENERIC: dict[str, Cited] = {
-    "backend": Cited("dist", "harness default: real torch.distributed workers"),
-    "workers": Cited(1, "harness default"),
-    "seed": Cited(1, "harness default"),
-    "tier": Cited("paper", "harness default"),
-    "optimizer.momentum": Cited(0.0, "harness default (no momentum)"),
-    "optimizer.momentum_form": Cited("lr_outside", "harness default: torch's and TF's momentum, "
-                                                   "buf = m buf + g; w -= lr buf"),
-    "optimizer.beta1": Cited(0.9, "TF/torch Adam default"), "optimizer.beta2": Cited(0.999, "TF/torch Adam default"),
-    "optimizer.eps": Cited(1e-8, "TF/torch Adam default"),
-    "lr_schedule.power": Cited(1.0, "harness default"), "lr_schedule.end_lr": Cited(0.0, "harness default"),
-    "lr_schedule.gamma": Cited(0.1, "Caffe/TF decay factor default 0.1"),
-    "lr_schedule.step_size": Cited(None, "harness default: unset"),
-    "lr_schedule.milestones": Cited([], "harness default: none"),
-    "weight_decay": Cited(0.0, "harness default"), "ema": Cited(0.0, "harness default: no EMA"),
-    "eval.every": Cited(0, "harness default: 0 = four evaluations plus the final one"),
-    "eval.batch_size": Cited(500, "harness default"),
-    "device": Cited("auto", "harness default: CUDA when available"),
-    "threads": Cited(None, "harness default: the machine's cores split among local workers"),
-    "fail_at_step": Cited(None, "harness default: off (testing aid)"),
-    "deterministic": Cited(False, "harness default"),
-    "checkpoint.every": Cited(0, "harness default: checkpoint only when a stop signal (SIGUSR1/2) asks"),
-    "step_sleep_s": Cited(0.0, "harness default: off (testing aid: a slow step, to meet a time limit)"),
-    "net": Cited(None, "harness default: the host's own network, not emulated"),
-    "exchange": Cited("overlapped", "harness default: as DistributedDataParallel, gradients travel in buckets "
-                                    "whose exchange starts while backward runs"),
-    "bucket_mb": Cited(25.0, "torch DistributedDataParallel default bucket_cap_mb=25 (first bucket 1 MiB)"),
-}
-
-# Settings that change how a run executes but not what it computes: left out of the run id.
-NOT_IN_ID = ("data_root", "threads", "sources", "overrides", "checkpoint_every", "step_sleep_s")
+GENERIC: dict[str, Cited] = {s.key: s.default for s in SETTINGS if s.default is not None}
+# Config fields that are not settings: where each value came from, and the departures from the paper's recipe.
+BOOKKEEPING = ("sources", "overrides")
+# Fields that change how a run executes but not what it computes: left out of the run id.
+NOT_IN_ID = tuple(dict.fromkeys(s.config_field for s in SETTINGS if not s.in_id)) + BOOKKEEPING
+# Fields that do not tell one setting from another: runs differing only here are seeds (or reruns) of one.
+NOT_COMPARED = tuple(dict.fromkeys(s.config_field for s in SETTINGS if not s.compared)) + BOOKKEEPING
 # Fields added after the first records were made: out of the id while empty (see RunConfig.model_options), so
 # a run that does not use them keeps the id it had before they existed.
 ADDED_EMPTY = ("model_options", "net")
 # Fields out of the id while they hold the value every record had before they existed (a nested one by its dotted
 # name): a method's version is 1 unless its computation has changed since (methods.base.Method.version), and
-# momentum keeps lr outside unless a recipe says Caffe's or MXNet's form.
-IMPLICIT = {"method_version": 1, "optimizer.momentum_form": "lr_outside", "exchange": "after-backward",
-            "bucket_mb": 25.0}
+# the settings declared with an ``implicit`` value.
+IMPLICIT = {"method_version": 1, **{s.key: s.implicit for s in SETTINGS if s.implicit is not _NO_IMPLICIT}}
+
+
+def run_flags() -> list[tuple[str, Setting]]:
+    """The ``commbench run`` flags (``--data-root`` for ``data_root``) and their settings, in declaration order."""
+    return [("--" + s.key.replace("_", "-"), s) for s in SETTINGS if s.flag is not None]
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Callable
 
+from commbench.config import NOT_COMPARED
 from commbench.analysis.papers.conditions import condition_markers
 from commbench.analysis.papers.reference import Analogue, Reference
 
@@ -38,9 +39,8 @@ FLAGS: dict[str, dict[str, Callable[[dict], bool]]] = {
 LOCAL_RULES = {"glu": "glu", "local-sgd": "sgd", "sgd": "sgd", "no-local": "none", "dcasgd": "dcasgd"}
 # the parts of a configuration that must agree between a run and the baseline run it is compared with
 PAIR_KEYS = ("task", "dataset", "workers", "backend", "tier", "steps", "seed", "global_batch", "recipe", "net")
-# configuration keys that do not change what a run computes: a setting is everything else but the seed
-NOT_SETTING = ("seed", "sources", "overrides", "data_root", "threads", "device", "checkpoint_every",
-               "step_sleep_s", "fail_at_step", "eval")
+# configuration fields that do not tell one setting from another (declared with each setting in config)
+NOT_SETTING = NOT_COMPARED
 BYTE_UNITS = {"B": 1.0, "KB": 1e3, "MB": 1e6, "GB": 1e9, "MiB": 2.0 ** 20}
 
 
