@@ -21,7 +21,7 @@ from typing import Callable
 
 import pandas as pd
 
-from commbench.store.records import iter_records
+from commbench.store.records import Status, iter_records
 
 THRESHOLD_METHODS = ("wgt", "bgt", "qgt")
 # how a fixed setting appears in a file name: column -> prefix (in this order)
@@ -34,7 +34,7 @@ def runs_frame(results: Path) -> pd.DataFrame:
     rows = []
     for r in iter_records(results):
         cfg, m, data = r.get("config") or {}, r.get("metrics") or {}, r.get("data") or {}
-        if r.get("status") != "done" or m.get("top1") is None:
+        if r.get("status") != Status.DONE or m.get("top1") is None:
             continue
         params = cfg.get("method_params") or {}
         rows.append({

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from commbench.store.records import iter_records
+from commbench.store.records import Status, iter_records
 
 COLUMNS = ["task", "dataset", "method", "params", "workers", "backend", "tier", "steps", "n", "status", "top1",
            "bytes/worker/step", "recv/worker/step", "fp32/sent", "images/s", "comm exposed", "time to target (s)"]
@@ -75,7 +75,7 @@ def comparison(frame: pd.DataFrame, target: float | None = None) -> pd.DataFrame
         return pd.DataFrame(columns=COLUMNS)
     keys = ["task", "dataset", "method", "params", "workers", "backend", "tier", "steps"]
     setting = ["task", "dataset", "workers", "backend", "tier", "steps"]
-    done_frame = frame[frame["status"] == "done"]
+    done_frame = frame[frame["status"] == Status.DONE]
     baseline_top1 = done_frame[done_frame["method"] == "baseline"].groupby(setting, dropna=False)["top1"].mean()
     rows = []
     for key, group in frame.groupby(keys, dropna=False, sort=True):
@@ -83,7 +83,7 @@ def comparison(frame: pd.DataFrame, target: float | None = None) -> pd.DataFrame
         statuses = group["status"].value_counts()
         row["n"] = len(group)
         row["status"] = ", ".join(f"{s} {c}" if len(statuses) > 1 or c > 1 else s for s, c in statuses.items())
-        done = group[group["status"] == "done"]
+        done = group[group["status"] == Status.DONE]
         row["top1"] = _mean_std(done["top1"], ".4f")
         per_step = done["bytes_per_worker_step"].dropna()
         row["bytes/worker/step"] = f"{per_step.mean():,.0f}" if not per_step.empty else "—"

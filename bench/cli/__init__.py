@@ -7,6 +7,7 @@ from pathlib import Path
 
 from commbench.config import ConfigError, RunConfig, parse_set, resolve, run_flags
 from commbench.cli import model as model_command
+from commbench.store.records import Status
 
 GRIDS_DIR = Path(__file__).resolve().parent.parent / "grids"
 DATA_SETS = ("mnist", "fashion-mnist", "cifar10", "cifar10-jpeg")
@@ -129,7 +130,7 @@ def cmd_run(args) -> int:
     if result.skipped:
         print(f"skip: {cfg.run_id} already {result.record['status']} ({result.path}; --force runs it again)")
     print(summary(cfg, result.record))
-    return 1 if result.record["status"] == "failed" else 0
+    return 1 if result.record["status"] == Status.FAILED else 0
 
 
 def only(runs: list[RunConfig], grid, filters: list[str]) -> list[RunConfig]:

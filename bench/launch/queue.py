@@ -16,12 +16,12 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from commbench.store.records import (EMPTY_METRICS, SAFE_NAME, atomic_write, check_name, make_record, read_or_set_aside,
-                       write_record)
+from commbench.store.records import (EMPTY_METRICS, SAFE_NAME, STATUSES, Status, atomic_write, check_name,
+                                     make_record, read_or_set_aside, write_record)
 
 ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL",
          "DEADLINE", "REVOKED", "SPECIAL_EXIT"}
-FINAL_STATUSES = ("done", "diverged", "failed")
+FINAL_STATUSES = STATUSES
 
 
 def jobs_dir(out: Path) -> Path:
@@ -167,7 +167,7 @@ def record_failure(out: Path, note: dict, reason: str) -> dict:
     env = {"git_sha": note.get("code", {}).get("git_sha"), "git_dirty": note.get("code", {}).get("git_dirty"),
            "slurm_job_id": note["job_id"], "started_at": None, "finished_at": now(),
            "world_size": note["config"].get("workers"), "hostname": None, "recorded_by": "commbench (job ended)"}
-    record = make_record(note["run_id"], "failed", reason, note["config"], env, dict(EMPTY_METRICS), [])
+    record = make_record(note["run_id"], Status.FAILED, reason, note["config"], env, dict(EMPTY_METRICS), [])
     write_record(out, record)
     return record
 

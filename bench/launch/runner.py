@@ -16,7 +16,8 @@ from commbench.launch.local import launch_local
 from commbench.launch.owner import unwind_on_sigterm
 from commbench.launch.progress import Progress
 from commbench.store.provenance import collect_env, git_state, now
-from commbench.store.records import EMPTY_METRICS, FINISHED, UnreadableRecord, make_record, read_or_set_aside, read_record, write_record
+from commbench.store.records import (EMPTY_METRICS, FINISHED, Status, UnreadableRecord, make_record,
+                                     read_or_set_aside, read_record, write_record)
 from commbench.run.train import Outcome, run_rank, server_count, train
 
 
@@ -51,7 +52,7 @@ def _failed_since(out: Path, run_id: str, started_at: str) -> bool:
         record = read_record(out, run_id)
     except UnreadableRecord:
         return False
-    return bool(record and record.get("status") == "failed"
+    return bool(record and record.get("status") == Status.FAILED
                 and (record.get("env", {}).get("finished_at") or "") >= started_at)
 
 
@@ -106,7 +107,7 @@ def execute(cfg: RunConfig, out: Path, *, force: bool = False, save_weights: boo
     started_at, t0, code = now(), time.perf_counter(), git_state()
     quiet_rank = outside and os.environ["RANK"] != "0"
     progress = Progress(cfg.run_id, cfg.steps, enabled=show_progress and not quiet_rank)
-    status, error, outcome = "failed", None, None
+    status, error, outcome = Status.FAILED, None, None
     world = {"world_size": cfg.workers, "dist_backend": None}
     root = Path(cfg.data_root or "data")
     try:
@@ -131,7 +132,7 @@ def execute(cfg: RunConfig, out: Path, *, force: bool = False, save_weights: boo
                     error = one_line(exc) if comm.rank == 0 else f"{_rank_name(cfg, comm.rank)}: {one_line(exc)}"
                     record = None
                     if not _failed_since(out, cfg.run_id, started_at):
-                        record = _store(cfg, out, "failed", error, None, world, (started_at, t0, code),
+                        record = _store(cfg, out, Status.FAILED, error, None, world, (started_at, t0, code),
                                         False).record
                     raise RankFailed(error, record) from exc
                 finally:
@@ -147,21 +148,21 @@ def execute(cfg: RunConfig, out: Path, *, force: bool = False, save_weights: boo
         reason = getattr(exc, "reason", "interrupted (Ctrl-C)")
         if progress.done:
             reason += f" at step {progress.done} of {cfg.steps}"
-        _store(cfg, out, "failed", reason, outcome, world, (started_at, t0, code), save_weights)
+        _store(cfg, out, Status.FAILED, reason, outcome, world, (started_at, t0, code), save_weights)
         raise
     except RankFailed:  # recorded already; the outside launcher must see this process fail and stop the rest
         raise
     except Exception as exc:  # the run failed: say why in the record
         error = one_line(exc)
     progress.close()
-    if status == "interrupted":
+    if status == Status.INTERRUPTED:
         stopped = f"stopped by {outcome.stopped_by} at step {outcome.metrics['steps']} of {cfg.steps}"
         why_not = requeue(outcome) if requeue else f"checkpoint saved in {ckpt_dir}: run it again to resume"
         if why_not is None:
             return RunResult({}, None, interrupted=outcome)
-        status, error = "failed", f"{stopped}; {why_not}"
+        status, error = Status.FAILED, f"{stopped}; {why_not}"
     result = _store(cfg, out, status, error, outcome, world, (started_at, t0, code), save_weights)
-    if result.record["status"] in ("done", "diverged"):
+    if result.record["status"] in FINISHED:
         Checkpoints(ckpt_dir).remove()
     return result
 
@@ -178,7 +179,7 @@ def _store(cfg: RunConfig, out: Path, status: str, error: str | None, outcome: O
     if outcome is not None and outcome.resumed_at:
         env["resumed_at_steps"] = outcome.resumed_at
     metrics = {**EMPTY_METRICS, **(outcome.metrics if outcome else {}), "wall_s": wall_s}
-    record = make_record(cfg.run_id, status if error is None else "failed", error, cfg.to_dict(), env,
+    record = make_record(cfg.run_id, status if error is None else Status.FAILED, error, cfg.to_dict(), env,
                          metrics, outcome.history if outcome else [], outcome.data if outcome else None)
     try:
         path = write_record(out, record)

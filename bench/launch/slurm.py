@@ -22,7 +22,7 @@ from pathlib import Path
 from commbench.config import RunConfig
 from commbench.launch.progress import Progress
 from commbench.store.provenance import now, slurm_job_id
-from commbench.store.records import FINISHED, read_or_set_aside
+from commbench.store.records import FINISHED, STATUSES, Status, read_or_set_aside
 from commbench.launch.profile import Profile, Shape, executor_parameters, run_shape
 from commbench.launch.queue import (note_submission, queue_states, reconcile, record_is_current, submissions)
 from commbench.launch.snapshot import CodeSnapshot, snapshot_code
@@ -169,7 +169,7 @@ def wait(out: Path, run_ids: list[str], poll_s: float = 2.0, show_progress: bool
             current = reconcile(out, notes, queue_states([n["job_id"] for n in notes.values()]))
             current.update({r: (read_or_set_aside(out, r) or {}).get("status", "unknown") for r in run_ids
                             if r not in notes})
-            finished = [r for r in run_ids if current.get(r) in ("done", "diverged", "failed")]
+            finished = [r for r in run_ids if current.get(r) in STATUSES]
             counts = defaultdict(int)
             for r in run_ids:
                 counts[current.get(r, "unknown")] += 1
@@ -182,7 +182,7 @@ def wait(out: Path, run_ids: list[str], poll_s: float = 2.0, show_progress: bool
         print("commbench: stopped waiting; the jobs go on (commbench status follows them)", file=sys.stderr)
         raise
     bar.close()
-    failed = [r for r in run_ids if current.get(r) == "failed"]
+    failed = [r for r in run_ids if current.get(r) == Status.FAILED]
     for r in run_ids:
         record = read_or_set_aside(out, r) or {}
         print(f"{current.get(r):8s} {r}" + (f"  error: {record['error']}" if record.get("error") else ""))

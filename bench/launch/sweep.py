@@ -6,7 +6,7 @@ from pathlib import Path
 
 from commbench.config import RunConfig
 from commbench.launch.progress import Progress
-from commbench.store.records import FINISHED, read_or_set_aside
+from commbench.store.records import FINISHED, Status, read_or_set_aside
 
 
 def run_local_sweep(runs: list[RunConfig], out: Path, show_progress: bool = True) -> int:
@@ -25,7 +25,7 @@ def run_local_sweep(runs: list[RunConfig], out: Path, show_progress: bool = True
             bar.close()
             print(f"commbench: {exc}; sweep stopped", file=sys.stderr)
             return 1
-        failed += result.record["status"] == "failed"
+        failed += result.record["status"] == Status.FAILED
         print(summary(cfg, result.record), flush=True)
         bar.update(i + 1)
     bar.close()

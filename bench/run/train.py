@@ -28,6 +28,7 @@ from commbench.tasks import TASKS
 from commbench.run.checkpoint import Checkpoints, capture_rng, restore_rng
 from commbench.config import RunConfig
 from commbench.run.optim import EMA, lr_at, make_optimizer
+from commbench.store.records import Status
 
 Reporter = Callable[[int, int, float], None]  # (steps done, total steps, mean train loss)
 REPORT_EVERY_S = 1.0  # progress between history points, so long runs show life from the first second
@@ -395,7 +396,7 @@ class Trainer:
             return None
         done, train_s = loop.done, loop.train_s
         metrics = {
-            "top1": loop.top1 if status == "done" else None, "top5": loop.top5 if status == "done" else None,
+            "top1": loop.top1 if status == Status.DONE else None, "top5": loop.top5 if status == Status.DONE else None,
             "final_train_loss": loop.mean_loss, "steps": done, "samples_seen": done * cfg.global_batch,
             "train_s": train_s, "images_per_s": done * cfg.global_batch / train_s if train_s > 0 else None,
             "bytes_sent": int(totals[0].item()), "bytes_received": int(totals[1].item()),
@@ -439,18 +440,18 @@ def train(cfg: RunConfig, comm: Communicator, report: Reporter | None = None,
     steps, and on a stop signal save and return an ``interrupted`` outcome."""
     trainer = Trainer(cfg, comm, checkpoints)
     loop, step_once = trainer.loop, with_test_aids(cfg, comm, trainer.step)
-    status, stopped_by = "done", None
+    status, stopped_by = Status.DONE, None
     for step in range(loop.done, cfg.steps):
         t0 = time.perf_counter()
         step_once(step)
         loop.train_s += time.perf_counter() - t0
         loop.done = step + 1
         if not trainer.log_point(step, report):
-            status = "diverged"
+            status = Status.DIVERGED
             break
         stopped_by = trainer.checkpoint()
         if stopped_by:
-            status = "interrupted"
+            status = Status.INTERRUPTED
             break
     return trainer.outcome(status, stopped_by, keep_weights)
 

@@ -17,8 +17,16 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 SCHEMA_VERSION = 1
-STATUSES = ("done", "diverged", "failed")
-FINISHED = ("done", "diverged")  # never run again without --force
+class Status:
+    """A record's status (``STATUSES``); ``INTERRUPTED`` is a run's outcome that never becomes one (a stop
+    signal came: the checkpoint is saved and the run resumes from it)."""
+
+    DONE, DIVERGED, FAILED = "done", "diverged", "failed"
+    INTERRUPTED = "interrupted"
+
+
+STATUSES = (Status.DONE, Status.DIVERGED, Status.FAILED)
+FINISHED = (Status.DONE, Status.DIVERGED)  # never run again without --force
 # run ids and names the harness writes: safe as file names and inside a Slurm batch script
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
 

@@ -29,6 +29,7 @@ from typing import Callable
 from commbench.config import NOT_COMPARED
 from commbench.analysis.papers.conditions import condition_markers
 from commbench.analysis.papers.reference import Analogue, Reference
+from commbench.store.records import Status
 
 OPTIMIZERS = {"momentum": "momentum", "vanilla-sgd": "sgd", "sgd": "sgd", "vanilla": "sgd", "adam": "adam"}
 # variant words that pin a method parameter; a row without the word asks for the other value
@@ -105,7 +106,7 @@ def matches(record: dict, ref: Reference, want: dict, method: str | None = None,
     cfg = record["config"]
     params = _params(record)
     method = method or ref.method
-    if record.get("status") != "done" or (record.get("metrics") or {}).get("top1") is None:
+    if record.get("status") != Status.DONE or (record.get("metrics") or {}).get("top1") is None:
         return False
     if want["task"] and cfg.get("task") != want["task"]:
         return False
@@ -347,7 +348,7 @@ def _siblings(runs: list[dict], records: list[dict], param: str, wanted: Callabl
     def key(r):
         return setting_of(r, free), r["config"].get("seed")
 
-    partners = {key(r): r for r in records if r.get("status") == "done" and wanted(_params(r).get(param))
+    partners = {key(r): r for r in records if r.get("status") == Status.DONE and wanted(_params(r).get(param))
                 and (r.get("metrics") or {}).get("top1") is not None}
     return [(_percent(partners[key(r)]["metrics"]["top1"] - r["metrics"]["top1"]), r)
             for r in runs if key(r) in partners]
@@ -360,7 +361,7 @@ def _batch_partners(runs: list[dict], records: list[dict], batch: int) -> list[t
         cfg = {k: v for k, v in r["config"].items() if k not in NOT_SETTING + BATCH_FREE}
         return json.dumps(cfg, sort_keys=True, default=str), r["config"].get("seed")
 
-    partners = {key(r): r for r in records if r.get("status") == "done" and r["config"].get("global_batch") == batch
+    partners = {key(r): r for r in records if r.get("status") == Status.DONE and r["config"].get("global_batch") == batch
                 and (r.get("metrics") or {}).get("top1") is not None}
     return [(_percent(partners[key(r)]["metrics"]["top1"] - r["metrics"]["top1"]), r)
             for r in runs if key(r) in partners and r["config"].get("global_batch") != batch]
@@ -389,7 +390,7 @@ def _model_value(ref: Reference, parameters: int) -> float | None:
 
 def _from_model(cell: Cell, ref: Reference, records: list[dict]) -> Cell:
     """A row that describes the paper's model (its size, gradients per iteration, the baseline's bytes)."""
-    own = [r for r in records if r.get("status") == "done" and r["config"].get("task") == ref.task
+    own = [r for r in records if r.get("status") == Status.DONE and r["config"].get("task") == ref.task
            and (r.get("metrics") or {}).get("parameters")]
     if not own:
         cell.why_missing = (f"a property of {ref.task} itself, which the stand-in cannot give: any run of it "
@@ -476,7 +477,7 @@ def reproduce(ref: Reference, records: list[dict], analogues: list[Analogue],
             methods = {r.method for r in references if r.paper == ref.paper and r.source == ref.source
                        and r.method not in (None, "baseline")}
             want = {**want, "partners": {_pair_key(r, False) for r in records if r["config"].get("method") in methods
-                                         and r.get("status") == "done"}}
+                                         and r.get("status") == Status.DONE}}
         pairs, others = nearest([(v, r) for r in runs if (v := SINGLE[metric](r, ref)) is not None], ref, want)
     elif metric in SCALED:
         fractions, others = nearest([(f, r) for r in runs if (f := fp32_fraction(r, _paper_accounting(ref)))],

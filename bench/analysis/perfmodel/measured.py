@@ -25,7 +25,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from commbench.config import net_rate_bits
-from commbench.store.records import iter_records
+from commbench.store.records import Status, iter_records
 from commbench.analysis.perfmodel.terngrad import LATENCY_1GBE, predict
 
 NO_COPY = 1e18  # bytes/s: CPU workers have no host-device copy to pay
@@ -77,7 +77,7 @@ def _predict(record: dict, batch: int, step_s: float) -> tuple[float, float]:
 def comparison(results: Path) -> list[dict]:
     """One row per emulated-network run: measured images/s and the model's prediction with the 1-worker
     profile (as the paper) and with the loopback profile of the same worker count, each with its error (%)."""
-    records = [r for r in iter_records(results) if r.get("status") == "done" and isinstance(r.get("config"), dict)]
+    records = [r for r in iter_records(results) if r.get("status") == Status.DONE and isinstance(r.get("config"), dict)]
     unlimited = [r for r in records if not r["config"].get("net") and r["config"].get("backend") == "dist"]
     single = {_key(r["config"]): r for r in unlimited if r["config"].get("workers") == 1}
     loopback = {(_key(r["config"]), r["config"]["workers"]): r for r in unlimited}
