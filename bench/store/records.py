@@ -14,7 +14,7 @@ import re
 import secrets
 import sys
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, TypedDict
 
 SCHEMA_VERSION = 1
 class Status:
@@ -61,8 +61,22 @@ def atomic_write(path: Path, text: str) -> None:
         raise
 
 
+class Record(TypedDict):
+    """A run's record as stored (docs/record-format.md describes every field, nested ones too)."""
+
+    schema_version: int
+    run_id: str
+    status: str            # one of STATUSES
+    error: str | None      # failed: why, in one line
+    config: dict           # the resolved RunConfig (commbench.config), as a dict
+    env: dict              # where and how it ran: versions, git state, host, Slurm job, emulated network
+    metrics: dict          # accuracy, bytes, time and its breakdown
+    history: list[dict]    # the log points: step, train loss, bytes so far, top-1 where evaluated, lr, time
+    data: dict | None      # the data's provenance (source, checksums, what it stands in for)
+
+
 def make_record(run_id: str, status: str, error: str | None, config: dict, env: dict, metrics: dict,
-                history: list[dict], data: dict | None = None) -> dict[str, Any]:
+                history: list[dict], data: dict | None = None) -> Record:
     assert status in STATUSES, status
     return {"schema_version": SCHEMA_VERSION, "run_id": run_id, "status": status, "error": error,
             "config": config, "env": env, "metrics": metrics, "history": history, "data": data}
@@ -138,7 +152,7 @@ def load_record(path: Path) -> dict:
     return record
 
 
-def read_record(out: Path, run_id: str) -> dict | None:
+def read_record(out: Path, run_id: str) -> Record | None:
     """The record of ``run_id`` in ``out``, or None if there is none. Raises :class:`UnreadableRecord`."""
     path = record_path(out, check_name("run_id", run_id))
     if not path.exists():
@@ -155,7 +169,7 @@ def set_aside(out: Path, run_id: str) -> Path:
     return target
 
 
-def read_or_set_aside(out: Path, run_id: str, say: Callable[[str], None] | None = None) -> dict | None:
+def read_or_set_aside(out: Path, run_id: str, say: Callable[[str], None] | None = None) -> Record | None:
     """The record of ``run_id``, or None if there is none or it was unreadable (then moved aside, and said)."""
     try:
         return read_record(out, run_id)
@@ -172,7 +186,7 @@ def _stderr(line: str) -> None:
 _NAMED: set[str] = set()  # unreadable records already named by this process (a report reads the folder often)
 
 
-def iter_records(root: Path, say: Callable[[str], None] | None = None) -> Iterator[dict]:
+def iter_records(root: Path, say: Callable[[str], None] | None = None) -> Iterator[Record]:
     """Every record below ``root`` (any ``runs/`` folder at any depth). Each file that is not a usable record
     is named in one line (``say``, stderr by default; once per process) and skipped."""
     for path in sorted(Path(root).rglob("runs/*.json")):

@@ -1,7 +1,7 @@
 """The papers' reference values (``results/paper/<paper>.csv``) and the stand-ins the campaign trains.
 
 Each CSV row is one number a paper reports, with the configuration columns that identify it. The files are
-transcribed from the papers by hand and checked against the papers' text by tests/test_paper_values.py;
+transcribed from the papers by hand and checked against the papers' text by tests/analysis/test_paper_values.py;
 nothing here computes them.
 """
 from __future__ import annotations

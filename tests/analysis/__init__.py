@@ -1,0 +1,1 @@
+"""Tests of tables, paper tables and verdicts, report, performance models."""

@@ -1,0 +1,58 @@
+"""Each campaign grid's stand-in runs carry the training conditions of the paper experiment they stand in for;
+what still differs is named by the tables, and only what the stand-in cannot share (its own learning rate,
+weight decay or batch)."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from commbench.config.grid import expand, load_grid
+from commbench.analysis.papers.conditions import condition_markers, describe_shape, schedule_shape
+from commbench.analysis.papers.reference import Reference
+
+from ..conftest import REPO
+
+GRIDS = REPO / "bench" / "grids" / "campaign"
+CONDITIONS = ("optimizer:", "momentum form", "lr schedule", "evaluated on", "momentum 0")
+
+
+def row(task: str, method: str, optimizer: str | None = None, workers: int | None = None) -> Reference:
+    fields = {f.name: None for f in dataclasses.fields(Reference)}
+    fields.update(paper="p", source="s", row="r", task=task, method=method, optimizer=optimizer, workers=workers,
+                  metric="top1", value=1.0, unit="%")
+    return Reference(**fields)
+
+
+CASES = {  # grid -> the paper row its runs stand in for
+    "threshold-tables": row("nin-imagenet", "wgt", "momentum", 8),
+    "ssdsgd-table2": row("resnet20-cifar10", "ssdsgd", "momentum", 4),
+    "terngrad-table1": row("cifarnet-cifar10", "terngrad", "adam", 2),
+    "terngrad-table2": row("alexnet-imagenet", "terngrad", "momentum", 2),
+}
+
+
+@pytest.mark.parametrize("grid", sorted(CASES))
+def test_a_stand_in_grid_trains_under_the_papers_conditions(grid):
+    runs = expand(load_grid(GRIDS / f"{grid}.yaml"))
+    for cfg in runs:
+        if CASES[grid].workers and cfg.workers != CASES[grid].workers:
+            continue
+        departures = [m for m in condition_markers(cfg.to_dict(), CASES[grid]) if m.startswith(CONDITIONS)]
+        assert departures == [], (cfg.run_id, departures)
+
+
+def test_the_old_lenet_recipe_departs_from_nins_conditions_and_the_table_says_how():
+    lenet = expand(load_grid(GRIDS / "terngrad-fig3.yaml"))[0].to_dict()
+    said = condition_markers(lenet, CASES["threshold-tables"])
+    assert "momentum form: lr outside the momentum (torch, TF) for lr inside the momentum (Caffe, MXNet)" in said
+    assert "lr schedule: polynomial decay (power 0.5) to 0 for x0.1 at 45%, 91% of the run" in said
+    assert "evaluated on a 0.9999 moving average, the paper on the raw weights" in said
+
+
+def test_schedule_shapes_are_relative_to_each_runs_length():
+    nin = schedule_shape({"kind": "step", "gamma": 0.1, "step_size": 100_000}, 220_000)
+    assert describe_shape(nin) == "x0.1 at 45%, 91% of the run"
+    assert schedule_shape({"kind": "step", "gamma": 0.1, "step_size": 100_000}, 1000) == ("fixed", 0.0)
+    resnet = schedule_shape({"kind": "multistep", "gamma": 0.1, "milestones": [7813, 11719]}, 15625)
+    assert describe_shape(resnet) == "x0.1 at 50%, 75% of the run"

@@ -1,0 +1,515 @@
+"""Paper tables from hand-made records: matching, means over seeds, markers, missing rows, formats."""
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from commbench.config import ConfigError
+from commbench.analysis.papers.reference import COLUMNS, load_references
+from commbench.analysis.papers.tables import build, render, rows
+
+from ..helpers import write_record
+from ..conftest import commbench
+
+
+def write_refs(folder: Path, paper: str, refs: list[dict], analogues: str | None = None) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / f"{paper}.csv").open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=COLUMNS)
+        writer.writeheader()
+        for ref in refs:
+            writer.writerow({"paper": paper, "unit": "%", **ref})
+    if analogues is not None:
+        (folder / "analogues.yaml").write_text(analogues)
+    return folder
+
+
+
+
+TERNGRAD = {"terngrad": {"clip": 2.5, "layerwise": True}, "noclip": {"clip": 0.0, "layerwise": True}}
+
+
+def test_a_row_takes_the_mean_and_std_of_its_seeds_and_the_delta_to_the_paper(tmp_path):
+    refs = write_refs(tmp_path / "paper", "terngrad", [
+        {"source": "Table 2", "row": "TernGrad 2 workers", "task": "lenet-mnist", "dataset": "mnist",
+         "method": "terngrad", "workers": "2", "metric": "top1", "value": "99.0"}])
+    results = tmp_path / "results"
+    write_record(results, "a", method="terngrad", params=TERNGRAD["terngrad"], top1=0.98, seed=1)
+    write_record(results, "b", method="terngrad", params=TERNGRAD["terngrad"], top1=0.99, seed=2)
+    write_record(results, "c", method="terngrad", params=TERNGRAD["noclip"], top1=0.10, seed=1)  # other variant
+    write_record(results, "d", method="terngrad", params=TERNGRAD["terngrad"], top1=0.50, workers=4)  # other count
+    write_record(results, "e", method="terngrad", params=TERNGRAD["terngrad"], top1=0.20, status="failed")
+    [cell] = build("terngrad", results, refs)
+    assert cell.values == pytest.approx([98.0, 99.0]) and sorted(cell.run_ids) == ["a", "b"]
+    assert cell.mean == pytest.approx(98.5) and cell.std == pytest.approx(0.7071, abs=1e-4)
+    assert cell.delta == pytest.approx(-0.5) and cell.markers == []
+    [row] = rows([cell])
+    assert row["reproduced"] == "98.50 ± 0.71" and row["n"] == "2" and row["delta"] == "-0.50"
+    assert row["paper value"] == "99.0"  # as the reference file prints it
+
+
+def test_variant_rows_match_only_their_variant(tmp_path):
+    refs = write_refs(tmp_path / "paper", "terngrad", [
+        {"source": "Table 2", "row": "TernGrad", "task": "lenet-mnist", "method": "terngrad", "metric": "top1",
+         "value": "99"},
+        {"source": "Table 2", "row": "TernGrad-noclip", "task": "lenet-mnist", "method": "terngrad",
+         "variant": "noclip", "metric": "top1", "value": "96"}])
+    results = tmp_path / "results"
+    write_record(results, "clip", method="terngrad", params=TERNGRAD["terngrad"], top1=0.97)
+    write_record(results, "noclip", method="terngrad", params=TERNGRAD["noclip"], top1=0.93)
+    clipped, unclipped = build("terngrad", results, refs)
+    assert clipped.run_ids == ["clip"] and unclipped.run_ids == ["noclip"]
+
+
+def test_substitutions_are_marked(tmp_path):
+    refs = write_refs(tmp_path / "paper", "threshold", [
+        {"source": "Section 3.1", "row": "baseline GB", "task": "nin-imagenet", "dataset": "imagenet",
+         "method": "baseline", "workers": "8", "iterations": "220000", "metric": "gb_transferred", "value": "1000",
+         "unit": "GB"},
+        {"source": "Table 1", "row": "BGT T=0.01", "task": "nin-imagenet", "dataset": "imagenet", "method": "bgt",
+         "workers": "8", "threshold": "0.01", "iterations": "220000", "metric": "top1", "value": "50"},
+        {"source": "Table 1", "row": "BGT T=0.01", "task": "nin-imagenet", "dataset": "imagenet", "method": "bgt",
+         "workers": "8", "threshold": "0.01", "iterations": "220000", "metric": "gb_transferred", "value": "100",
+         "unit": "GB"},
+        {"source": "Table 1", "row": "BGT T=0.01", "task": "nin-imagenet", "dataset": "imagenet", "method": "bgt",
+         "workers": "8", "threshold": "0.01", "iterations": "220000", "metric": "pct_per_gb", "value": "0.5",
+         "unit": "%/GB"}],
+        analogues="- {paper: threshold, task: nin-imagenet, use: {task: lenet-mnist, workers: 4},"
+                  " reason: 'NiN on ImageNet does not train on 2 CPU cores'}\n")
+    results = tmp_path / "results"
+    write_record(results, "x", method="bgt", workers=4, backend="sim", tier="cpu", dataset="fashion-mnist",
+                 substitute="mnist", params={"threshold": 0.01}, top1=0.8, steps=600, paper_bytes=400,
+                 bytes_sent=1000, overrides={"steps": {"paper": 10000, "used": 600}})
+    write_record(results, "y", method="bgt", workers=4, params={"threshold": 0.02}, top1=0.1)  # other threshold
+    _, accuracy, gigabytes, ratio = build("threshold", results, refs)
+    assert accuracy.run_ids == ["x"] and accuracy.mean == pytest.approx(80.0)
+    assert accuracy.markers == ["model: lenet-mnist for nin-imagenet", "data: fashion-mnist for mnist",
+                                "shortened: 600 of 220,000 iterations", "fewer workers: 4 of 8", "simulated workers",
+                                # LeNet's own recipe against NiN's (Caffe): every condition that differs is named
+                                "momentum form: lr outside the momentum (torch, TF) for lr inside the momentum "
+                                "(Caffe, MXNet)",
+                                "lr schedule: polynomial decay (power 0.5) to 0 for x0.1 at 45%, 91% of the run",
+                                "batch 64 for 128",
+                                "evaluated on a 0.9999 moving average, the paper on the raw weights",
+                                "NiN on ImageNet does not train on 2 CPU cores"]
+    # The stand-in's own gigabytes mean nothing for NiN: its share of the fp32 bytes (the paper's accounting,
+    # metrics.paper_bytes: 400 of 4 x 1000) scales the paper's baseline, 10% of 1000 GB.
+    assert gigabytes.mean == pytest.approx(100.0) and gigabytes.delta == pytest.approx(0.0)
+    assert "scaled: our 10% of the fp32 bytes x the paper's baseline 1,000 GB" in gigabytes.markers
+    assert ratio.mean == pytest.approx(80.0 / 100.0)
+
+
+def test_a_row_takes_one_setting_the_nearest_the_papers(tmp_path):
+    """Runs of different settings are never averaged: the longest here (the paper ran 10K steps), with its
+    seeds; the shorter setting is counted in a marker."""
+    refs = write_refs(tmp_path / "paper", "terngrad", [
+        {"source": "Table 2", "row": "TernGrad 2 workers", "task": "lenet-mnist", "dataset": "mnist",
+         "method": "terngrad", "workers": "2", "iterations": "10000", "metric": "top1", "value": "99.0"}])
+    results = tmp_path / "results"
+    write_record(results, "long1", method="terngrad", params=TERNGRAD["terngrad"], top1=0.98, seed=1, steps=1000)
+    write_record(results, "long2", method="terngrad", params=TERNGRAD["terngrad"], top1=0.96, seed=2, steps=1000)
+    write_record(results, "short", method="terngrad", params=TERNGRAD["terngrad"], top1=0.50, seed=1, steps=300)
+    [cell] = build("terngrad", results, refs)
+    assert sorted(cell.run_ids) == ["long1", "long2"] and cell.mean == pytest.approx(97.0)
+    assert "1 other matching setting not pooled" in cell.markers
+    assert "shortened: 1,000 of 10,000 iterations" in cell.markers
+
+
+def test_model_rows_come_from_the_papers_own_model(tmp_path):
+    """Sizes and gradient counts describe a model: any run of it gives them, scaled to the row's nodes and
+    iterations; a stand-in cannot, and the row says which run would."""
+    model_rows = [
+        {"source": "Section 2.2", "row": "size", "task": "nin-imagenet", "method": "baseline", "metric": "model_size",
+         "value": "29", "unit": "MB"},
+        {"source": "Section 3.1", "row": "per iteration", "task": "nin-imagenet", "method": "baseline",
+         "workers": "8", "iterations": "220000", "metric": "gradients_per_iteration", "value": "80", "unit": "count"},
+        {"source": "Section 3.1", "row": "total", "task": "nin-imagenet", "method": "baseline", "workers": "8",
+         "iterations": "220000", "metric": "gradients_total", "value": "1", "unit": "count"},
+        {"source": "Section 3.1", "row": "GB", "task": "nin-imagenet", "method": "baseline", "workers": "8",
+         "iterations": "220000", "metric": "gb_transferred", "value": "1", "unit": "GB"},
+        {"source": "Section 4", "row": "per node", "task": "nin-imagenet", "method": "baseline", "workers": "8",
+         "iterations": "220000", "metric": "bytes_per_node_per_iteration", "value": "30", "unit": "MB"}]
+    refs = write_refs(tmp_path / "paper", "threshold", [{"dataset": "imagenet", **r} for r in model_rows],
+                      analogues="- {paper: threshold, task: nin-imagenet, use: {task: lenet-mnist}}\n")
+    results = tmp_path / "results"
+    write_record(results, "lenet", workers=8)
+    stand_in_only = build("threshold", results, refs)
+    assert all(c.values == [] and "a property of nin-imagenet itself" in c.why_missing for c in stand_in_only)
+    record = write_record(results, "nin", task="nin-imagenet", dataset="synthetic", workers=1, steps=1)
+    record["metrics"]["parameters"] = 7_595_176
+    (results / "runs" / "nin.json").write_text(json.dumps(record))
+    size, per_iteration, total, gigabytes, per_node = build("threshold", results, refs)
+    assert size.values == [pytest.approx(4 * 7_595_176 / 1e6)] and size.run_ids == ["nin"]
+    assert per_iteration.values == [8 * 7_595_176]
+    assert total.values == [8 * 7_595_176 * 220_000]
+    assert gigabytes.values == [pytest.approx(4 * 8 * 7_595_176 * 220_000 / 1e9)]
+    assert per_node.values == [pytest.approx(4 * 7_595_176 / 1e6)]
+    assert "x the paper's 8 nodes x 220,000 iterations" in total.markers[0]
+
+
+def test_losses_against_a_sibling_variant_pair_the_same_setting_and_seed(tmp_path):
+    refs = write_refs(tmp_path / "paper", "ssdsgd", [
+        {"source": "Section 4.4", "row": "SGD vs GLU", "task": "lenet-mnist", "method": "ssdsgd", "workers": "4",
+         "delay_steps": "5", "variant": "sgd", "metric": "top1_loss_vs_glu", "value": "0.5"},
+        {"source": "Section 4.4", "row": "SGD vs DC", "task": "lenet-mnist", "method": "ssdsgd", "workers": "4",
+         "delay_steps": "5", "variant": "sgd", "metric": "top1_loss_vs_dcasgd", "value": "0.1"}])
+    results = tmp_path / "results"
+    rule = {"k": 5, "warmup": 499}
+    for seed, (glu, sgd) in enumerate([(0.90, 0.88), (0.91, 0.87)], start=1):
+        write_record(results, f"glu{seed}", method="ssdsgd", workers=4, seed=seed, top1=glu,
+                     params={**rule, "local_rule": "glu", "local_lr_scale": 4.0})
+        write_record(results, f"sgd{seed}", method="ssdsgd", workers=4, seed=seed, top1=sgd,
+                     params={**rule, "local_rule": "sgd", "local_lr_scale": 0.25})
+    write_record(results, "glu-k4", method="ssdsgd", workers=4, top1=0.5,  # another k: no partner
+                 params={"k": 4, "warmup": 499, "local_rule": "glu", "local_lr_scale": 4.0})
+    vs_glu, vs_dc = build("ssdsgd", results, refs)
+    assert vs_glu.values == pytest.approx([2.0, 4.0]) and sorted(vs_glu.run_ids) == ["sgd1", "sgd2"]
+    assert vs_dc.values == [] and vs_dc.why_missing == "no run of the same setting with the dcasgd variant"
+
+
+def test_a_methods_gap_to_its_baseline_in_the_paper_and_here(tmp_path):
+    refs = write_refs(tmp_path / "paper", "terngrad", [
+        {"source": "Table 2", "row": "floating", "task": "lenet-mnist", "method": "baseline", "workers": "2",
+         "metric": "top1", "value": "57.33"},
+        {"source": "Table 2", "row": "TernGrad", "task": "lenet-mnist", "method": "terngrad", "workers": "2",
+         "metric": "top1", "value": "57.61"}])
+    results = tmp_path / "results"
+    for seed, (base, tern) in enumerate([(0.90, 0.91), (0.90, 0.92)], start=1):
+        write_record(results, f"b{seed}", seed=seed, top1=base)
+        write_record(results, f"t{seed}", seed=seed, method="terngrad", params=TERNGRAD["terngrad"], top1=tern)
+    floating, terngrad = build("terngrad", results, refs)
+    assert floating.paper_gap is None and floating.gap is None
+    assert terngrad.paper_gap == pytest.approx(0.28) and terngrad.gap == pytest.approx(1.5)
+    table = rows([floating, terngrad])
+    assert (table[1]["paper gap"], table[1]["our gap"]) == ("+0.28", "+1.50")
+    assert "gap: a method's top-1/top-5 minus its baseline's" in render(table, "md")
+
+
+def test_the_best_delay_and_the_best_warm_up(tmp_path):
+    refs = write_refs(tmp_path / "paper", "ssdsgd", [
+        {"source": "Section 4.3", "row": "best k", "task": "lenet-mnist", "method": "ssdsgd", "workers": "4",
+         "warmup_steps": "500", "variant": "glu", "metric": "best_delay_steps", "value": "2", "unit": "steps"},
+        {"source": "Section 4.2", "row": "warm-up", "task": "lenet-mnist", "method": "ssdsgd", "workers": "4",
+         "delay_steps": "1", "warmup_steps": "500", "variant": "glu", "metric": "warmup_steps_chosen",
+         "value": "500", "unit": "iterations"}])
+    results = tmp_path / "results"
+    for k, warmup, top1 in ((1, 500, 0.80), (2, 499, 0.85), (5, 499, 0.82), (5, 99, 0.70), (5, 299, 0.90)):
+        write_record(results, f"k{k}w{warmup}", method="ssdsgd", workers=4, top1=top1,
+                     params={"k": k, "warmup": warmup, "local_rule": "glu"})
+    best_k, warm_up = build("ssdsgd", results, refs)
+    assert best_k.values == [2.0] and "of k in 1, 2, 5" in best_k.markers  # warm-ups far from 500 do not count
+    assert warm_up.values == [299.0] and "of warmup in 99, 299, 499" in warm_up.markers
+    assert any(m.startswith("swept at k=5, not the paper's k=1") for m in warm_up.markers)
+
+
+def test_data_fraction_is_the_share_of_the_fp32_bytes(tmp_path):
+    refs = write_refs(tmp_path / "paper", "threshold", [
+        {"source": "Section 4", "row": "WGT share", "task": "lenet-mnist", "method": "wgt", "workers": "2",
+         "threshold": "0.005", "variant": "paper-accounting", "metric": "data_fraction", "value": "1.75"}])
+    results = tmp_path / "results"
+    write_record(results, "w", method="wgt", params={"threshold": 0.005}, paper_bytes=100, bytes_sent=1000)
+    [cell] = build("threshold", results, refs)
+    assert cell.values == [pytest.approx(2.5)]  # 100 of 4 x 1000 bytes
+
+
+def test_gains_pair_each_run_with_the_baseline_of_the_same_setting_and_seed(tmp_path):
+    refs = write_refs(tmp_path / "paper", "terngrad", [
+        {"source": "Figure 3", "row": "largest gain", "task": "lenet-mnist", "method": "terngrad",
+         "variant": "momentum", "metric": "accuracy_gain_max", "value": "0.5"},
+        {"source": "Table 1", "row": "gain at 2", "task": "lenet-mnist", "method": "terngrad", "workers": "2",
+         "metric": "top1_gain", "value": "0.1"}])
+    results = tmp_path / "results"
+    for seed, (base, tern) in enumerate([(0.90, 0.91), (0.90, 0.93)], start=1):
+        write_record(results, f"b2-{seed}", seed=seed, top1=base)
+        write_record(results, f"t2-{seed}", seed=seed, method="terngrad", params=TERNGRAD["terngrad"], top1=tern)
+    write_record(results, "b4", workers=4, top1=0.80)
+    write_record(results, "t4", workers=4, method="terngrad", params=TERNGRAD["terngrad"], top1=0.85)
+    write_record(results, "t8", workers=8, method="terngrad", params=TERNGRAD["terngrad"], top1=0.99)  # no baseline
+    biggest, at_two = build("terngrad", results, refs)
+    assert biggest.mean == pytest.approx(5.0) and biggest.run_ids == ["t4"]
+    assert "at workers 4 (of 2, 4)" in biggest.markers
+    assert at_two.values == pytest.approx([1.0, 3.0])
+
+
+def test_rows_without_runs_stay_and_say_missing(tmp_path):
+    refs = write_refs(tmp_path / "paper", "ssdsgd", [
+        {"source": "Table 2", "row": "k=2", "task": "resnet20-cifar10", "method": "ssdsgd", "delay_steps": "2",
+         "metric": "top1", "value": "91.5"},
+        {"source": "Section 4.4", "row": "speed-up", "task": "resnet50-imagenet", "method": "ssdsgd",
+         "metric": "speedup", "value": "1.3", "unit": "x"}])
+    (tmp_path / "empty").mkdir()
+    table = rows(build("ssdsgd", tmp_path / "empty", refs))
+    assert [r["reproduced"] for r in table] == ["missing", "missing"]
+    assert all(r["differs"] == "no matching run" for r in table)
+    md = render(table, "md")
+    assert md.count("| missing | ") == 4  # the value and the verdict of each row
+    assert "0 reproduced, 0 not reproduced, 0 untestable, 1 missing" in md
+    latex = render(table, "latex")
+    assert latex.count(r"\begin{tabular}") == 2 and r"\toprule" in latex and r"\bottomrule" in latex
+    assert r"top1 (\%)" in latex and " % " not in latex  # LaTeX's comment character escaped
+    parsed = list(csv.DictReader(render(table, "csv").splitlines()))
+    assert [p["paper value"] for p in parsed] == ["91.5", "1.3"]
+
+
+def test_bad_reference_files_are_named(tmp_path):
+    folder = tmp_path / "paper"
+    folder.mkdir()
+    (folder / "terngrad.csv").write_text("paper,value\nterngrad,1\n")
+    with pytest.raises(ConfigError, match="columns must be"):
+        load_references("terngrad", folder)
+    write_refs(folder, "terngrad", [{"source": "Table 1", "row": "x", "metric": "top1", "value": "ninety"}])
+    with pytest.raises(ConfigError, match=r"terngrad.csv:2: value must be a number"):
+        load_references("terngrad", folder)
+    with pytest.raises(ConfigError, match="unknown paper"):
+        load_references("imagenet-in-an-hour", folder)
+
+
+def test_the_command_builds_every_paper_table_on_an_empty_results_folder(tmp_path):
+    (tmp_path / "empty").mkdir()
+    proc = commbench("table", "--paper", "all", "--results", str(tmp_path / "empty"))
+    assert proc.returncode == 0, proc.stderr
+    for paper in ("TernGrad", "SSD-SGD", "Thresholded"):
+        assert paper in proc.stdout
+    assert "| missing |" in proc.stdout and " missing\n" in proc.stdout
+    latex = commbench("table", "--paper", "threshold", "--format", "latex", "--results", str(tmp_path / "empty"),
+                      "--out", str(tmp_path / "t.tex"))
+    assert latex.returncode == 0 and r"\toprule" in (tmp_path / "t.tex").read_text()
+    bad = commbench("table", "--paper", "all", "--results", str(tmp_path / "nowhere"))
+    assert bad.returncode == 2 and "nowhere" in bad.stderr
+
+
+def test_a_warm_up_one_step_off_matches_and_is_marked(tmp_path):
+    refs = write_refs(tmp_path / "paper", "ssdsgd", [
+        {"source": "Table 2", "row": "k=2", "task": "resnet20-cifar10", "method": "ssdsgd", "delay_steps": "2",
+         "warmup_steps": "500", "variant": "glu", "metric": "top1", "value": "92.2"}],
+        analogues="- {paper: ssdsgd, task: resnet20-cifar10, use: {task: lenet-mnist, workers: 4}}\n")
+    results = tmp_path / "results"
+    glu = {"k": 2, "warmup": 499, "local_rule": "glu"}
+    write_record(results, "ok", method="ssdsgd", workers=4, params=glu)
+    write_record(results, "far", method="ssdsgd", workers=4, params={**glu, "warmup": 99})
+    write_record(results, "sgd", method="ssdsgd", workers=4, params={**glu, "local_rule": "sgd"})
+    write_record(results, "w2", method="ssdsgd", workers=2, params=glu)
+    [cell] = build("ssdsgd", results, refs)
+    assert cell.run_ids == ["ok"] and "warm-up 499 for 500" in cell.markers
+
+
+def test_speeds_are_not_taken_from_a_stand_in_model(tmp_path):
+    refs = write_refs(tmp_path / "paper", "terngrad", [
+        {"source": "Figure 5", "row": "3.04x", "task": "alexnet-imagenet", "method": "terngrad", "workers": "2",
+         "variant": "performance-model", "metric": "speedup", "value": "3.04", "unit": "x"},
+        {"source": "Section 4", "row": "speed", "task": "alexnet-imagenet", "method": "terngrad", "workers": "2",
+         "metric": "throughput_images_per_s", "value": "100", "unit": "images/s"}],
+        analogues="- {paper: terngrad, task: alexnet-imagenet, use: {task: lenet-mnist}}\n")
+    results = tmp_path / "results"
+    write_record(results, "b", top1=0.9)
+    write_record(results, "t", method="terngrad", params=TERNGRAD["terngrad"], top1=0.9, images_per_s=300.0)
+    modelled, speed = build("terngrad", results, refs)
+    assert modelled.values == [] and "modelled in the paper" in modelled.why_missing
+    assert speed.values == [] and "its CPU stand-in lenet-mnist says nothing" in speed.why_missing
+
+
+def test_a_speed_row_over_several_models_takes_no_stand_in(tmp_path):
+    refs = write_refs(tmp_path / "paper", "ssdsgd", [
+        {"source": "Section 4.6", "row": "all models, lowest", "method": "ssdsgd", "workers": "2", "delay_steps": "5",
+         "metric": "speedup_pct_min", "value": "9.8"}],
+        analogues="- {paper: ssdsgd, task: resnet50-imagenet, use: {task: lenet-mnist}}\n")
+    results = tmp_path / "results"
+    ssd = {"k": 5, "local_rule": "glu"}
+    write_record(results, "b", top1=0.9, images_per_s=100.0)
+    write_record(results, "s", method="ssdsgd", params=ssd, top1=0.9, images_per_s=50.0)
+    [lenet_only] = build("ssdsgd", results, refs)
+    assert lenet_only.values == []
+    write_record(results, "ab", task="alexnet-imagenet", top1=0.0, images_per_s=1.0)
+    write_record(results, "as", task="alexnet-imagenet", method="ssdsgd", params=ssd, top1=0.0, images_per_s=2.0)
+    [alexnet] = build("ssdsgd", results, refs)
+    assert alexnet.values == pytest.approx([100.0]) and alexnet.run_ids == ["as"]
+
+
+def test_the_share_of_zero_trits_in_the_largest_tensor(tmp_path):
+    refs = write_refs(tmp_path / "paper", "terngrad", [
+        {"source": "Figure 4", "row": "fc6 zeros", "task": "lenet-mnist", "method": "terngrad", "workers": "2",
+         "metric": "gradient_zero_fraction", "value": "71.32"}])
+    results = tmp_path / "results"
+    record = write_record(results, "t", method="terngrad", params=TERNGRAD["terngrad"])
+    [cell] = build("terngrad", results, refs)
+    assert cell.values == [] and cell.why_missing == "no matching run"  # a record from before the count
+    record["metrics"].update(zero_trits_largest=300, trits_largest=400)
+    (results / "runs" / "t.json").write_text(json.dumps(record))
+    [cell] = build("terngrad", results, refs)
+    assert cell.values == [pytest.approx(75.0)]
+    assert "in the largest ternarized tensor (AlexNet's fc6 is its largest)" in cell.markers
+
+
+def test_a_parameter_server_run_is_compared_with_the_baseline_on_parameter_servers(tmp_path):
+    refs = write_refs(tmp_path / "paper", "ssdsgd", [
+        {"source": "Section 4.6", "row": "SSD-SGD-5 vs SSGD", "task": "alexnet-imagenet", "method": "ssdsgd",
+         "workers": "4", "delay_steps": "5", "warmup_steps": "500", "variant": "glu", "metric": "speedup_pct",
+         "value": "100.7"}])
+    results = tmp_path / "results"
+    ps = {"topology": "ps", "servers": 4}
+    write_record(results, "ssd", task="alexnet-imagenet", method="ssdsgd", workers=4, top1=0.0, images_per_s=3.0,
+                 params={**ps, "k": 5, "warmup": 4, "local_rule": "glu"}, steps=15)
+    write_record(results, "ssgd15", task="alexnet-imagenet", workers=4, top1=0.0, images_per_s=2.0, params=ps,
+                 steps=15)
+    write_record(results, "zallreduce15", task="alexnet-imagenet", workers=4, top1=0.0, images_per_s=10.0,
+                 params={"topology": "allreduce", "servers": 1}, steps=15)  # the same run but its exchange
+    [cell] = build("ssdsgd", results, refs)
+    assert cell.values == pytest.approx([50.0]) and cell.run_ids == ["ssd"]  # 3.0 over the PS baseline's 2.0
+    assert "throughput over all 15 steps, 5 of them the synchronous warm-up" in cell.markers
+    assert "warm-up 4 for 500" in cell.markers  # a speed row takes the run whatever its warm-up, and says so
+
+    # On an emulated network the speed row takes the slowest link (the most communication-bound setting) and
+    # names the others with their values.
+    for net, (ssgd, ssd) in {"1gbit": (4.0, 3.8), "100mbit": (0.7, 0.91)}.items():
+        for method, ips, params in (("baseline", ssgd, ps), ("ssdsgd", ssd, {**ps, "k": 5, "warmup": 4,
+                                                                             "local_rule": "glu"})):
+            write_record(results, f"{method}-{net}", task="alexnet-imagenet", method=method, workers=4, top1=0.0,
+                         images_per_s=ips, params=params, steps=15, config={"net": net})
+    [cell] = build("ssdsgd", results, refs)
+    assert cell.run_ids == ["ssdsgd-100mbit"] and cell.values == pytest.approx([30.0])
+    assert "other settings: 1gbit -5.0, loopback +50.0" in cell.markers
+
+
+def test_an_accuracy_gap_of_a_parameter_server_run_takes_the_allreduce_baseline(tmp_path):
+    # Synchronous SGD computes the same weights on a PS and on an all-reduce, so an accuracy gap pairs across
+    # exchanges; only a speed-up needs the baseline on the same servers.
+    refs = write_refs(tmp_path / "paper", "ssdsgd", [
+        {"source": "Section 4.3", "row": "5-Step vs SSGD", "task": "lenet-mnist", "method": "ssdsgd",
+         "workers": "4", "delay_steps": "5", "warmup_steps": "500", "variant": "glu", "metric": "top1_loss",
+         "value": "0.997"}])
+    results = tmp_path / "results"
+    write_record(results, "ssd", method="ssdsgd", workers=4, top1=0.88,
+                 params={"topology": "ps", "servers": 1, "k": 5, "warmup": 499, "local_rule": "glu"})
+    write_record(results, "ssgd", workers=4, top1=0.89, params={"topology": "allreduce", "servers": 1})
+    [cell] = build("ssdsgd", results, refs)
+    assert cell.run_ids == ["ssd"] and cell.values == pytest.approx([1.0])
+
+
+def test_a_modelled_speed_up_is_measured_on_the_emulated_network_and_only_from_real_processes(tmp_path):
+    # Figure 5's 3.04x is the paper's model; the row takes the measured speed-up of the paper's own model on an
+    # emulated link, with the most workers 2 cores held, and says that it was measured and at fewer workers.
+    refs = write_refs(tmp_path / "paper", "terngrad", [
+        {"source": "Figure 5", "row": "3.04x", "task": "alexnet-imagenet", "method": "terngrad", "workers": "8",
+         "variant": "performance-model", "metric": "speedup", "value": "3.04", "unit": "x"}],
+        analogues="- {paper: terngrad, task: alexnet-imagenet, use: {task: lenet-mnist}}\n")
+    results = tmp_path / "results"
+    for workers, (base, tern) in {2: (1.0, 3.0), 4: (2.0, 4.0)}.items():
+        for method, ips in (("baseline", base), ("terngrad", tern)):
+            write_record(results, f"{method}-w{workers}", task="alexnet-imagenet", method=method, workers=workers,
+                         images_per_s=ips, steps=4, dataset="synthetic", config={"net": "100mbit"},
+                         params=TERNGRAD["terngrad"] if method == "terngrad" else None)
+    # a simulation's images/s is no speed, however good it looks; a loopback run is no emulated network
+    write_record(results, "sim-b", task="alexnet-imagenet", workers=8, backend="sim", images_per_s=1.0)
+    write_record(results, "sim-t", task="alexnet-imagenet", method="terngrad", workers=8, backend="sim",
+                 images_per_s=100.0, params=TERNGRAD["terngrad"])
+    [cell] = build("terngrad", results, refs)
+    assert cell.run_ids == ["terngrad-w4"] and cell.values == pytest.approx([2.0])
+    assert "measured on the emulated network, where the paper's value is modelled" in cell.markers
+    assert "fewer workers: 4 of 8" in cell.markers
+    assert "other settings: 100mbit 3" in cell.markers
+
+
+def test_a_paper_gap_takes_the_papers_one_baseline_of_the_setting_when_the_table_has_none(tmp_path):
+    # The threshold paper states its baseline (57.9175) in Section 3.1 and its methods in Tables 1-3.
+    row = {"task": "lenet-mnist", "workers": "8", "metric": "top1"}
+    refs = write_refs(tmp_path / "paper", "threshold", [
+        {**row, "source": "Section 3.1", "row": "baseline", "method": "baseline", "value": "57.9175"},
+        {**row, "source": "Section 3.1", "row": "baseline, 4 workers", "method": "baseline", "workers": "4",
+         "value": "50"},
+        {**row, "source": "Table 1", "row": "WGT", "method": "wgt", "threshold": "0.005", "value": "56.4698"}])
+    [_, _, wgt] = build("threshold", tmp_path / "results", refs)
+    assert wgt.paper_gap == pytest.approx(-1.4477)
+
+
+def test_a_baseline_row_takes_the_setting_its_tables_methods_ran_in(tmp_path):
+    # Two baseline settings are equally far from the paper's batch 512; only one has a TernGrad run beside it,
+    # so the floating row and the TernGrad row of the table describe the same experiment.
+    refs = write_refs(tmp_path / "paper", "terngrad", [
+        {"source": "Table 2", "row": "floating", "task": "lenet-mnist", "method": "baseline", "workers": "4",
+         "global_batch": "512", "metric": "top1", "value": "57.32"},
+        {"source": "Table 2", "row": "TernGrad", "task": "lenet-mnist", "method": "terngrad", "workers": "4",
+         "global_batch": "512", "metric": "top1", "value": "57.28"}])
+    results = tmp_path / "results"
+    for run_id, method, batch, top1 in (("b-other", "baseline", 128, 0.95), ("b-with-terngrad", "baseline", 64, 0.90),
+                                        ("t", "terngrad", 64, 0.91)):
+        write_record(results, run_id, method=method, workers=4, top1=top1, config={"global_batch": batch},
+                     params=TERNGRAD["terngrad"] if method == "terngrad" else None)
+    floating, terngrad = build("terngrad", results, refs)
+    assert floating.run_ids == ["b-with-terngrad"] and terngrad.gap == pytest.approx(1.0)
+
+
+def test_a_row_over_momentum_and_vanilla_sgd_takes_its_extreme_over_both(tmp_path):
+    refs = write_refs(tmp_path / "paper", "terngrad", [
+        {"source": "Figure 3", "row": "largest loss", "task": "lenet-mnist", "method": "terngrad",
+         "variant": "momentum+vanilla", "metric": "accuracy_loss_max", "value": "0.22"}])
+    results = tmp_path / "results"
+    for optimizer, (base, tern) in {"momentum": (0.90, 0.89), "sgd": (0.90, 0.87), "adam": (0.90, 0.10)}.items():
+        write_record(results, f"b-{optimizer}", workers=16, optimizer=optimizer, top1=base)
+        write_record(results, f"t-{optimizer}", workers=16, optimizer=optimizer, top1=tern, method="terngrad",
+                     params=TERNGRAD["terngrad"])
+    [cell] = build("terngrad", results, refs)  # Adam is neither: its 80-point loss is not this row's
+    assert cell.run_ids == ["t-sgd"] and cell.values == pytest.approx([3.0])
+    assert "at workers 16, sgd (of 16; momentum and sgd)" in cell.markers
+
+
+def test_a_paper_gap_takes_the_same_tables_baseline_whatever_its_variant(tmp_path):
+    # SSD-SGD's Table 2 labels its baseline row "ssgd"; the k-step rows' gaps are to that row.
+    row = {"source": "Table 2", "task": "lenet-mnist", "workers": "4", "metric": "top1"}
+    refs = write_refs(tmp_path / "paper", "ssdsgd", [
+        {**row, "row": "SSGD", "method": "baseline", "variant": "ssgd", "value": "92.126"},
+        {**row, "row": "2-Step", "method": "ssdsgd", "delay_steps": "2", "value": "92.228"}])
+    [_, two_step] = build("ssdsgd", tmp_path / "results", refs)
+    assert two_step.paper_gap == pytest.approx(0.102)
+
+
+def test_a_table_with_several_numbers_per_row_is_laid_out_as_the_paper_prints_it(tmp_path):
+    # The threshold paper's Table 1: one line per threshold, columns accuracy | GB; a section of one number per
+    # row keeps one line per number.
+    refs = write_refs(tmp_path / "paper", "threshold", [
+        {"source": "Table 1", "row": "T = 1e-3", "task": "lenet-mnist", "method": "wgt", "threshold": "0.001",
+         "metric": "top1", "value": "57.9424"},
+        {"source": "Table 1", "row": "T = 1e-3", "task": "lenet-mnist", "method": "wgt", "threshold": "0.001",
+         "metric": "gb_transferred", "value": "6572.01", "unit": "GB"},
+        {"source": "Table 1", "row": "T = 5e-3", "task": "lenet-mnist", "method": "wgt", "threshold": "0.005",
+         "metric": "top1", "value": "56.4698"},
+        {"source": "Table 1", "row": "T = 5e-3", "task": "lenet-mnist", "method": "wgt", "threshold": "0.005",
+         "metric": "gb_transferred", "value": "933.35", "unit": "GB"},
+        {"source": "Section 4", "row": "WGT loss", "task": "lenet-mnist", "method": "wgt", "threshold": "0.005",
+         "metric": "top1_loss", "value": "1.45"}])
+    results = tmp_path / "results"
+    for seed, top1 in ((1, 0.90), (2, 0.92)):
+        write_record(results, f"w{seed}", method="wgt", seed=seed, top1=top1, params={"threshold": 0.001})
+    table = rows(build("threshold", results, refs))
+    md = render(table, "md")
+    header = ("| row | setting | top1 (%): paper | top1 (%): reproduced | top1 (%): delta | top1 (%): verdict | "
+              "gb_transferred (GB): paper")
+    assert header in md and md.count("| T = 1e-3 |") == 1
+    line = next(l for l in md.splitlines() if l.startswith("| T = 1e-3 |")).split(" | ")
+    assert line[2:5] == ["57.9424", "91.0000 ± 1.4142 (n=2)", "+33.0576"]
+    assert "| T = 5e-3 |" in md and "| WGT loss | " in md and "| top1_loss | %" in md  # Section 4: long layout
+    latex = render(table, "latex")
+    assert r"\begin{tabular}{llrrrlrrrlll}" in latex and r"top1 (\%): paper" in latex
+
+
+def test_the_large_batch_loss_pairs_the_same_setting_at_batch_256(tmp_path):
+    # TernGrad Sec. 4.2: floating gradients lose 0.71 points at batch 1024 (8 workers) against 256 (2 workers),
+    # at equal epochs: the partner differs in workers, batch, steps and learning rate, and in nothing else.
+    refs = write_refs(tmp_path / "paper", "terngrad", [
+        {"source": "Section 4.2", "row": "1024 vs 256", "task": "lenet-mnist", "method": "baseline",
+         "workers": "8", "global_batch": "1024", "metric": "top1_loss_vs_batch_256", "value": "0.71"}])
+    results = tmp_path / "results"
+    for seed, (small, large) in {1: (0.90, 0.89), 2: (0.91, 0.895)}.items():
+        write_record(results, f"b256-{seed}", seed=seed, top1=small, config={"global_batch": 256, "steps": 1000})
+        write_record(results, f"b1024-{seed}", seed=seed, top1=large, workers=8, backend="sim",
+                     config={"global_batch": 1024, "steps": 250})
+    write_record(results, "other-wd", seed=1, top1=0.50, config={"global_batch": 256, "weight_decay": 0.1})
+    [cell] = build("terngrad", results, refs)
+    assert sorted(cell.run_ids) == ["b1024-1", "b1024-2"]
+    assert cell.values == pytest.approx([1.0, 1.5])
+    (tmp_path / "lone").mkdir()
+    write_record(tmp_path / "lone", "b1024", workers=8, config={"global_batch": 1024})
+    [lone] = build("terngrad", tmp_path / "lone", refs)
+    assert not lone.values and "at batch 256" in lone.why_missing

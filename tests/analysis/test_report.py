@@ -1,0 +1,162 @@
+"""Figures and the report, regenerated from records: the same records give the same bytes."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from commbench.analysis import report
+from commbench.analysis.plots import plot_all
+from commbench.analysis.report import Block, write_report
+
+from ..conftest import commbench
+from ..helpers import write_record
+
+
+@pytest.fixture(autouse=True)
+def quick_model_section(monkeypatch, request):
+    """The model section costs ~20 s (ledgered AlexNet steps); its own test below runs it once."""
+    if request.node.name != "test_the_model_section_checks_figure_5":
+        monkeypatch.setattr(report, "model_blocks", lambda: [Block("h2", "Performance model (stubbed)")])
+
+
+def test_the_model_section_checks_figure_5():
+    blocks = report.model_blocks()
+    assert blocks[0].text == "Performance model: TernGrad Figure 5"
+    table = next(b for b in blocks if b.kind == "table")
+    assert all(row[3] == "3.04x" for row in table.body) and len(table.body) == 2
+    assert "does not reproduce the paper's 3.04x" in blocks[1].text  # 5.71x and 8.65x under the stated assumptions
+
+
+def small_results(root):
+    """A threshold sweep, a worker sweep and a delay sweep on LeNet, with training histories."""
+    for i, t in enumerate([0.001, 0.01, 0.1]):
+        write_record(root, f"bgt-{i}", method="bgt", params={"threshold": t}, top1=0.9 - t, bytes_sent=int(1e9 * t))
+    for w in (1, 2, 4):
+        write_record(root, f"base-w{w}", workers=w, top1=0.90, images_per_s=100.0 * w)
+        write_record(root, f"tern-w{w}", method="terngrad", workers=w, params={"clip": 2.5, "layerwise": True},
+                     top1=0.90 + 0.01 * w, images_per_s=150.0 * w)
+    for k in (1, 2, 3):
+        write_record(root, f"ssd-k{k}", method="ssdsgd", params={"k": k, "local_rule": "glu"}, top1=0.9 - k / 100)
+    for w in (1, 2, 4):  # weak scaling, 8 images per worker: a throughput sweep
+        record = write_record(root, f"speed-w{w}", workers=w, steps=20, top1=0.5, images_per_s=50.0 * w)
+        record["config"].update(global_batch=8 * w, batch_per_worker=8)
+        (root / "runs" / f"speed-w{w}.json").write_text(json.dumps(record))
+    for path in (root / "runs").glob("*.json"):  # a training curve for each run
+        record = json.loads(path.read_text())
+        record["history"] = [{"step": s, "train_loss": 2.3 / s, "top1": None, "bytes_sent": s} for s in (1, 2, 4)]
+        path.write_text(json.dumps(record))
+
+
+def test_each_figure_is_drawn_when_the_records_support_it(tmp_path):
+    small_results(tmp_path / "results")
+    names = {p.name for p in plot_all(tmp_path / "results", tmp_path / "figures")}
+    # one experiment each, named after the settings held fixed (the 2-worker runs: 10,000 steps, batch 64)
+    for stem in ("accuracy-vs-bytes_lenet-mnist_mnist_w2_dist_b64_s10000_momentum",
+                 "accuracy-vs-workers_lenet-mnist_mnist_b64_s10000_momentum",
+                 "accuracy-vs-delay_lenet-mnist_mnist_w2_b64_s10000_momentum",
+                 "training-curves_lenet-mnist_mnist_w2_dist_b64_s10000_momentum",
+                 "throughput-vs-workers_lenet-mnist_mnist_pw8_s20_momentum"):
+        assert {f"{stem}.png", f"{stem}.pdf"} <= names, stem
+    # the throughput sweep's runs (20 steps, 8 per worker) are not in the 10,000-step accuracy figures
+    assert not any("s20" in n for n in names if not n.startswith(("throughput", "training")))
+    assert len(names) == 2 * 7  # and the 1- and 4-worker runs' training curves: 2 runs each
+    (tmp_path / "empty").mkdir()
+    assert plot_all(tmp_path / "empty", tmp_path / "none") == []
+
+
+def test_deleting_every_generated_file_and_running_again_gives_the_same_report(tmp_path):
+    small_results(tmp_path / "results")
+    out = tmp_path / "report"
+    write_report(tmp_path / "results", out)
+    first = {p.relative_to(out): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+    shutil.rmtree(out)
+    write_report(tmp_path / "results", out)
+    second = {p.relative_to(out): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+    assert first.keys() == second.keys() and first == second
+    md = first[out.relative_to(out) / "report.md"].decode()
+    assert "15 run records" in md
+    assert ("![accuracy-vs-bytes: lenet-mnist, mnist, w2, dist, b64, s10000, momentum]"
+            "(figures/accuracy-vs-bytes_lenet-mnist_mnist_w2_dist_b64_s10000_momentum.png)") in md
+    assert "Table 2" in md and "missing" in md  # the paper tables, with the rows these records cannot fill
+    page = first[out.relative_to(out) / "report.html"].decode()
+    assert page.count("data:image/png;base64,") == md.count("![") > 0  # self-contained
+
+
+def test_the_report_changes_when_a_record_does(tmp_path):
+    small_results(tmp_path / "results")
+    write_report(tmp_path / "results", tmp_path / "a")
+    write_record(tmp_path / "results", "bgt-0", method="bgt", params={"threshold": 0.001}, top1=0.5)
+    write_report(tmp_path / "results", tmp_path / "b")
+    assert (tmp_path / "a" / "report.md").read_text() != (tmp_path / "b" / "report.md").read_text()
+
+
+def test_plot_and_report_commands(tmp_path):
+    small_results(tmp_path / "results")
+    proc = commbench("plot", "--results", str(tmp_path / "results"), "--out", str(tmp_path / "figs"))
+    assert proc.returncode == 0, proc.stderr
+    assert str(tmp_path / "figs" / "accuracy-vs-workers_lenet-mnist_mnist_b64_s10000_momentum.pdf") \
+        in proc.stdout.splitlines()
+    proc = commbench("report", "--results", str(tmp_path / "results"), "--out", str(tmp_path / "rep"))
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "rep" / "report.html").is_file()
+    bad = commbench("plot", "--results", str(tmp_path / "nowhere"))
+    assert bad.returncode == 2 and "nowhere" in bad.stderr
+
+
+def test_emulated_network_runs_sit_beside_the_model_prediction(tmp_path):
+    from commbench.analysis.perfmodel.measured import comparison
+
+    root = tmp_path / "results"
+
+    def put(run_id, workers, net, global_batch, train_s, bytes_sent, images_per_s):
+        write_record(root, run_id, task="alexnet-imagenet", workers=workers, steps=4, bytes_sent=bytes_sent,
+                     images_per_s=images_per_s)
+        path = root / "runs" / f"{run_id}.json"
+        record = json.loads(path.read_text())
+        record["config"].update(net=net, global_batch=global_batch)
+        record["metrics"].update(train_s=train_s, wire_bytes_measured=2 * bytes_sent)
+        path.write_text(json.dumps(record))
+
+    put("one", 1, None, 8, train_s=2.0, bytes_sent=0, images_per_s=16.0)       # 0.5 s per step of 8 images
+    put("two", 2, "1gbit", 16, train_s=9.0, bytes_sent=int(1e9), images_per_s=8.0)  # 1.25e8 B per worker-step
+    [row] = comparison(root)
+    # Eq. 8 with i = 1, j = 2: T = 0.5 + (50e-6 + 1.25e8 / 1.25e8) * log2(2) = 1.50005 s; Eq. 9: 2 * 8 / T
+    assert row["modelled_images_per_s"] == pytest.approx(16 / 1.50005)
+    assert row["model_error_pct"] == pytest.approx(100 * (16 / 1.50005 - 8) / 8)
+    assert row["wire_bytes_per_step"] == pytest.approx(5e8) and row["net"] == "1gbit"
+    blocks = report.network_blocks(root)
+    assert blocks[-1].body[0][6:8] == ("10.67", "+33%")
+    assert row["loopback_modelled_images_per_s"] is None and blocks[-1].body[0][8:10] == ("—", "—")
+
+    # The same 2 workers on the host's loopback took 1.25 s a step: that is the compute time of the second
+    # prediction, T = 1.25 + 1.00005 s, 2 * 8 / T images/s.
+    put("loop", 2, None, 16, train_s=5.0, bytes_sent=int(1e9), images_per_s=12.8)
+    [row] = comparison(root)
+    assert row["loopback_modelled_images_per_s"] == pytest.approx(16 / 2.25005)
+    assert row["loopback_model_error_pct"] == pytest.approx(100 * (16 / 2.25005 - 8) / 8)
+    assert report.network_blocks(root)[-1].body[0][8:10] == ("7.11", "-11%")
+
+
+def test_a_parameter_server_run_is_priced_by_its_busiest_links(tmp_path):
+    """SSD-SGD through one server: 2 workers push 1.0e9 B and pull 0.5e9 B in 4 steps, so the server's link
+    carries 1.5e9 B against 0.75e9 B on each worker's; at 1gbit (1.25e8 B/s) that is 3 s a step, plus the
+    1-worker run's 0.5 s of compute."""
+    from commbench.analysis.perfmodel.measured import comparison
+
+    root = tmp_path / "results"
+    write_record(root, "one", task="alexnet-imagenet", method="ssdsgd", workers=1, steps=4, bytes_sent=0)
+    write_record(root, "ps", task="alexnet-imagenet", method="ssdsgd", workers=2, steps=4,
+                          bytes_sent=int(1e9), images_per_s=4.0)
+    for run_id, changes in (("one", {"global_batch": 8, "net": None}), ("ps", {"global_batch": 16, "net": "1gbit"})):
+        path = root / "runs" / f"{run_id}.json"
+        rec = json.loads(path.read_text())
+        rec["config"].update(changes)
+        rec["metrics"].update(train_s=2.0, server_bytes_received=int(1e9), server_bytes_sent=int(5e8),
+                              bytes_received=int(5e8))
+        rec["env"] = {"parameter_servers": 1}
+        path.write_text(json.dumps(rec))
+    [row] = comparison(root)
+    assert row["network_term"] == "PS links (ledger)"
+    assert row["modelled_images_per_s"] == pytest.approx(16 / (0.5 + 1.5e9 / 1.25e8 / 4))

@@ -1,0 +1,56 @@
+"""Bad input: exit 2, one line on stderr naming the bad item, nothing written."""
+from __future__ import annotations
+
+import pytest
+
+from ..conftest import commbench
+
+RUN = ["run", "--task", "lenet-mnist", "--method", "baseline", "--steps", "5"]
+
+
+@pytest.mark.parametrize("args, item", [
+    (["run", "--task", "resnet-9000", "--method", "baseline"], "resnet-9000"),
+    (["run", "--task", "lenet-mnist", "--method", "zipper"], "zipper"),
+    (RUN + ["--dataset", "imagenet"], "imagenet"),
+    (RUN + ["--set", "no.such.key=1"], "no.such.key"),
+    (RUN + ["--workers", "0"], "workers"),
+    (RUN + ["--set", "method.clip=2"], "method.clip"),
+    (RUN + ["--backend", "mpi"], "mpi"),
+])
+def test_run_bad_input(tmp_path, args, item):
+    out = tmp_path / "out"
+    proc = commbench(*args, "--out", str(out))
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and item in lines[0], proc.stderr
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("text, item", [
+    ("base: {task: lenet-mnist\n", "YAML"),
+    ("base: {task: lenet-mnist, method: baseline}\naxes: {workers: [1, 0]}", "workers"),
+    ("base: {task: lenet-mnist, method: baseline}\naxes: {wrkers: [1]}", "wrkers"),
+])
+def test_sweep_bad_grid(tmp_path, text, item):
+    grid, out = tmp_path / "g.yaml", tmp_path / "out"
+    grid.write_text(text)
+    for extra in ([], ["--dry-run"]):
+        proc = commbench("sweep", str(grid), "--out", str(out), *extra)
+        assert proc.returncode == 2
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and item in lines[0] and "g.yaml" in lines[0], proc.stderr
+    assert not out.exists()
+
+
+def test_missing_grid_file(tmp_path):
+    proc = commbench("sweep", str(tmp_path / "absent.yaml"))
+    assert proc.returncode == 2 and "absent.yaml" in proc.stderr
+
+
+def test_dry_run_lists_run_ids_and_writes_nothing(tmp_path):
+    out = tmp_path / "out"
+    proc = commbench("sweep", "bench/grids/smoke.yaml", "--dry-run", "--out", str(out))
+    assert proc.returncode == 0
+    lines = proc.stdout.strip().splitlines()
+    assert len(lines) == 2 and all(ln.startswith("lenet-mnist_baseline_w") for ln in lines)
+    assert not out.exists()

@@ -1,0 +1,81 @@
+"""``sweep --set`` and ``--only``: running a part of a long campaign grid, as dry runs."""
+from __future__ import annotations
+
+import pytest
+
+from ..conftest import commbench
+
+GRID = "bench/grids/campaign/terngrad-fig3.yaml"
+
+
+def dry(*args: str):
+    proc = commbench("sweep", GRID, "--dry-run", *args)
+    return proc, [line.split() for line in proc.stdout.splitlines()]
+
+
+def test_only_picks_axis_values_and_set_changes_every_run():
+    _, every = dry()
+    assert len(every) == 2 * 2 * 7 * 2  # recipes x methods x worker counts x seeds (one backend per count)
+    proc, part = dry("--only", "workers=1,8", "--only", "seed=1", "--set", "steps=500")
+    assert proc.returncode == 0, proc.stderr
+    assert len(part) == 2 * 2 * 2
+    assert {p[3] for p in part} == {"workers=1", "workers=8"} and all("steps=500" in p for p in part)
+    assert {p[4] for p in part if p[3] == "workers=8"} == {"backend=sim"}  # simulated beyond 2 workers
+    full_ids = {p[0] for p in every}
+    assert not {p[0] for p in part} & full_ids  # other steps, other runs
+
+
+def test_bad_parts_are_named():
+    proc, _ = dry("--only", "workers=3")
+    assert proc.returncode == 2 and "workers: 3 not among the axis values" in proc.stderr
+    proc, _ = dry("--only", "dataset=mnist")
+    assert proc.returncode == 2 and "not an axis" in proc.stderr
+    proc, _ = dry("--set", "workers=4")
+    assert proc.returncode == 2 and "--set workers: is an axis" in proc.stderr
+
+
+def test_status_lists_what_is_left_of_a_grid(tmp_path):
+    proc = commbench("status", "--out", str(tmp_path), "--grid", GRID, "--only", "workers=1,2", "--only", "seed=1")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 2 * 2 * 2 and all(line.startswith("to do") for line in lines)
+    assert "8 to do" in proc.stderr
+
+
+def test_status_of_a_grid_shows_only_that_grid(tmp_path):
+    """Records of other runs in the same folder are not the grid's: they are neither listed nor counted."""
+    from commbench.config.grid import expand, load_grid
+    from commbench.store.records import make_record, write_record
+
+    runs = expand(load_grid(GRID))
+    mine, other = runs[0], {"task": "lenet-mnist", "method": "baseline", "workers": 3}
+    for run_id, cfg in ((mine.run_id, mine.to_dict()), ("lenet-mnist_baseline_w3_0000000000", other)):
+        write_record(tmp_path, make_record(run_id, "done", None, cfg, {}, {"top1": 0.5, "steps": 1}, []))
+    proc = commbench("status", "--out", str(tmp_path), "--grid", GRID)
+    assert proc.returncode == 0, proc.stderr
+    assert "lenet-mnist_baseline_w3_0000000000" not in proc.stdout
+    assert proc.stdout.splitlines()[0].startswith(f"done      {mine.run_id}")
+    assert f"1 done, {len(runs) - 1} to do" in proc.stderr
+
+
+def test_list_grids_includes_the_campaign_grids():
+    proc = commbench("list", "grids")
+    assert proc.returncode == 0, proc.stderr
+    assert GRID in proc.stdout.splitlines() and "bench/grids/smoke.yaml" in proc.stdout.splitlines()
+
+
+def test_a_tied_axis_moves_its_settings_together(tmp_path):
+    from commbench.config import ConfigError
+    from commbench.config.grid import expand, load_grid
+
+    grid = tmp_path / "tied.yaml"
+    grid.write_text("base: {task: lenet-mnist, method: baseline, dataset: synthetic}\n"
+                    "axes:\n  seed: [1, 2]\n  'workers, global_batch, steps': [[2, 256, 10], [4, 512, 5]]\n")
+    runs = expand(load_grid(grid))
+    assert sorted((c.seed, c.workers, c.global_batch, c.steps) for c in runs) == \
+        [(1, 2, 256, 10), (1, 4, 512, 5), (2, 2, 256, 10), (2, 4, 512, 5)]
+    proc = commbench("sweep", str(grid), "--dry-run", "--only", "global_batch=512")
+    assert proc.returncode == 0 and len(proc.stdout.strip().splitlines()) == 2, proc.stderr
+    grid.write_text("base: {task: lenet-mnist, method: baseline}\naxes:\n  'workers, steps': [[2, 10], [4]]\n")
+    with pytest.raises(ConfigError, match="ties 2 settings: each value must be a list of 2"):
+        load_grid(grid)

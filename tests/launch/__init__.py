@@ -1,0 +1,1 @@
+"""Tests of processes, Slurm, emulated networks, failures."""

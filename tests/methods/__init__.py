@@ -1,0 +1,1 @@
+"""Tests of the methods' math, wire formats, transports and hooks."""

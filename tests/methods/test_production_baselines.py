@@ -1,0 +1,122 @@
+"""The baselines people run instead of a compression method: fp16 and bf16 all-reduce and PowerSGD. Each must
+compute what torch's own DDP communication hook computes (bit for bit, on real gloo processes), count its
+bytes exactly, and give the same weights and bytes under sim and dist, overlapped with backward or not."""
+from __future__ import annotations
+
+import os
+import traceback
+
+import pytest
+import torch
+import torch.nn as nn
+
+from commbench.methods import Worker
+from commbench.methods.comm import SimCommunicator, make_dist_communicator
+from commbench.methods.lowprec import BF16, FP16
+from commbench.methods.powersgd import PowerSGD, PowerSGDParams
+
+from ..gloo import spawn
+
+WORLD, STEPS = 2, 5
+
+
+def model() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(48, 32), nn.ReLU(), nn.Linear(32, 10))
+
+
+def batch(rank: int, step: int):
+    g = torch.Generator().manual_seed(100 * step + rank)
+    return torch.randn(16, 48, generator=g), torch.randint(0, 10, (16,), generator=g)
+
+
+def local_grads(net: nn.Module, rank: int, step: int) -> dict:
+    net.zero_grad(set_to_none=True)
+    x, y = batch(rank, step)
+    nn.functional.cross_entropy(net(x), y).backward()
+    return {n: p.grad.detach().clone() for n, p in net.named_parameters()}
+
+
+CASES = {"fp16": lambda: (FP16, None), "bf16": lambda: (BF16, None),
+         "powersgd": lambda: (PowerSGD, PowerSGDParams(rank=2, start_iter=2))}
+
+
+def _against_torch(rank: int, port: int, queue) -> None:
+    """Per step: torch's hook on a DDP model, and the method on the same local gradients (lr 0: the gradient
+    the method hands to the optimizer is its average)."""
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks, powerSGD_hook
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(WORLD))
+    try:
+        comm = make_dist_communicator(backend="gloo", timeout_s=60)
+        out = {}
+        for name, make in CASES.items():
+            cls, params = make()
+            ddp = DDP(model(), bucket_cap_mb=25)
+            if name == "powersgd":
+                state = powerSGD_hook.PowerSGDState(process_group=None, matrix_approximation_rank=2,
+                                                    start_powerSGD_iter=2)
+                ddp.register_comm_hook(state, powerSGD_hook.powerSGD_hook)
+            else:
+                ddp.register_comm_hook(None, default_hooks.fp16_compress_hook if name == "fp16"
+                                       else default_hooks.bf16_compress_hook)
+            ours = model()
+            tensors = dict(ours.named_parameters())
+            worker = Worker(rank, tensors, torch.optim.SGD(tensors.values(), lr=0.0))
+            method = cls(comm, [worker], params or cls.Params(), {})
+            same = []
+            for step in range(STEPS):
+                ddp.zero_grad(set_to_none=True)
+                x, y = batch(rank, step)
+                nn.functional.cross_entropy(ddp(x), y).backward()
+                theirs = {n.removeprefix("module."): p.grad.clone() for n, p in ddp.named_parameters()}
+                grads = local_grads(ours, rank, step)
+                method.finish_step([method.begin_bucket(list(reversed(list(grads))), [grads], step)], [grads],
+                                   0.0, step)
+                same.append(all(torch.equal(theirs[n], tensors[n].grad) for n in grads))
+            out[name] = same
+        queue.put((rank, out))
+        comm.close()
+    except BaseException:
+        queue.put((rank, traceback.format_exc()))
+        raise
+
+
+def test_each_method_computes_what_torchs_ddp_hook_computes():
+    results = spawn(_against_torch, WORLD, timeout_s=180)
+    for rank in range(WORLD):
+        for name, same in results[rank].items():
+            assert all(same), (rank, name, same)
+
+
+@pytest.mark.parametrize("cls,width", [(FP16, 2), (BF16, 2)])
+def test_half_precision_bytes_by_hand(cls, width):
+    net = model()
+    numel = sum(p.numel() for p in net.parameters())
+    comm = SimCommunicator(WORLD)
+    workers = [Worker(r, dict(model().named_parameters()), torch.optim.SGD(model().parameters(), lr=0.0))
+               for r in range(WORLD)]
+    method = cls(comm, workers, cls.Params(), {})
+    grads = [local_grads(net, r, 0) for r in range(WORLD)]
+    method.step(grads, 0.0, 0)
+    assert comm.ledger.sent[0] == comm.ledger.received[0] == width * numel
+
+
+def test_powersgd_bytes_by_hand():
+    """Linear(48, 32) and Linear(32, 10) at rank 2: the weights compress ((32 + 48) 2 = 160 < 1536 / 2;
+    (10 + 32) 2 = 84 < 320 / 2), the biases (42 elements) do not. P: 32 x 2 + 10 x 2 = 84 elements, Q: 48 x 2 +
+    32 x 2 = 160: (42 + 84 + 160) x 4 = 1,144 bytes per compressed step, against 4 x 1,898 before start_iter."""
+    net = model()
+    comm = SimCommunicator(WORLD)
+    workers = [Worker(r, dict(model().named_parameters()), torch.optim.SGD(model().parameters(), lr=0.0))
+               for r in range(WORLD)]
+    method = PowerSGD(comm, workers, PowerSGDParams(rank=2, start_iter=2), {})
+    for step in range(4):
+        method.step([local_grads(net, r, step) for r in range(WORLD)], 0.0, step)
+    assert comm.ledger.sent[0] == 2 * 4 * 1898 + 2 * 1144
+
+
+def test_powersgd_refuses_torchs_invalid_start():
+    with pytest.raises(ValueError, match="start_iter must be > 1"):
+        PowerSGDParams(start_iter=1)

@@ -1,0 +1,1 @@
+"""Tests of one process: training loop, checkpoints, optimizers."""

@@ -1,0 +1,1 @@
+"""Tests of records and the committed campaign."""

@@ -1,0 +1,1 @@
+"""Tests of tasks, models and data sets."""
