@@ -183,10 +183,6 @@ def cmd_sweep(args) -> int:
     if nets and args.launcher != "local":
         raise ConfigError(f"net: an emulated network ({', '.join(nets)}) needs --launcher local (it puts the "
                           f"processes of one machine in network namespaces); a Slurm job uses the cluster's network")
-    if nets and not args.dry_run:
-        from commbench.launch.netns import require_netns
-
-        require_netns()
     if not args.dry_run:
         from commbench.launch.preflight import check_runs
 

@@ -249,8 +249,8 @@ def _signals_held() -> Iterator[None]:
 def emulated_network(ranks: int, rate: str) -> Iterator[Network]:
     """Build a network of ``ranks`` namespaces whose links run at ``rate`` (tc notation: ``1gbit``), yield it,
     and tear it down however the block ends (also on SIGTERM, which raises :class:`Terminated` meanwhile).
-    Leftovers of dead runs are removed first (:func:`cleanup_stale`)."""
-    require_netns()
+    Leftovers of dead runs are removed first (:func:`cleanup_stale`). Root and iproute2 are checked before,
+    at the launch room's door (:func:`commbench.launch.preflight.check_machine`)."""
     net_rate_bits(rate)
     if not 1 <= ranks <= MAX_RANKS:
         raise ConfigError(f"net: an emulated network holds 1..{MAX_RANKS} processes, not {ranks}")

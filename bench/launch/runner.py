@@ -14,6 +14,7 @@ from commbench.run.checkpoint import Checkpoints, UntrustedCheckpoint, stop_sign
 from commbench.config import ConfigError, RunConfig
 from commbench.launch.local import launch_local
 from commbench.launch.owner import unwind_on_sigterm
+from commbench.launch.preflight import check_machine
 from commbench.launch.progress import Progress
 from commbench.store.provenance import collect_env, git_state, now
 from commbench.store.records import (EMPTY_METRICS, FINISHED, Status, UnreadableRecord, make_record,
@@ -81,13 +82,12 @@ def execute(cfg: RunConfig, out: Path, *, force: bool = False, save_weights: boo
     (its checkpoint is saved): it returns None once the run is requeued, else why it was not, which becomes
     the failed record's error."""
     out = Path(out)
-    if cfg.net:  # before anything is written: without root or iproute2, bad input (exit 2), not a failed run
-        from commbench.launch.netns import require_netns
-
-        if under_outside_launcher():
-            raise ConfigError(f"net: an emulated network ({cfg.net}) is built by the harness's own local launcher; "
-                              f"under torchrun or Slurm the processes already have their network")
-        require_netns()
+    if cfg.net and under_outside_launcher():
+        raise ConfigError(f"net: an emulated network ({cfg.net}) is built by the harness's own local launcher; "
+                          f"under torchrun or Slurm the processes already have their network")
+    # the launch room's door, as for a sweep's runs (preflight.check_runs): before anything is written, a
+    # demand this machine cannot meet (root for --net, a CUDA device) is bad input (exit 2), not a failed run
+    check_machine(cfg, local=not under_outside_launcher())
     existing = read_or_set_aside(out, cfg.run_id)
     if existing is not None and existing.get("status") in FINISHED and not force:
         return RunResult(existing, out / "runs" / f"{cfg.run_id}.json", skipped=True)
