@@ -1,16 +1,34 @@
 """Comparison tables, always regenerated from the stored records."""
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 
 import pandas as pd
 
+from commbench.config import flat_items, setting_of
 from commbench.store.records import Status, iter_records
 
-COLUMNS = ["task", "dataset", "method", "params", "workers", "backend", "tier", "steps", "n", "status", "top1",
-           "bytes/worker/step", "recv/worker/step", "fp32/sent", "images/s", "comm exposed", "time to target (s)"]
+COLUMNS = ["task", "dataset", "method", "params", "differs", "workers", "backend", "tier", "steps", "n", "status",
+           "top1", "bytes/worker/step", "recv/worker/step", "fp32/sent", "images/s", "comm exposed",
+           "time to target (s)"]
+# The machine-readable table (--format csv/json): plain numbers, units in the names. Accuracy is a fraction of
+# the evaluation set (0-1) here as in the records.
+DATA_COLUMNS = ["task", "dataset", "substitute_for", "method", "params", "differs", "workers", "backend", "tier",
+                "steps", "n_runs", "n_done", "seeds", "status", "top1_mean", "top1_std", "top5_mean",
+                "bytes_sent_per_worker_step", "bytes_received_per_worker_step", "fp32_bytes_over_sent",
+                "images_per_s_mean", "images_per_s_std", "comm_exposed_share", "target_top1", "time_to_target_s",
+                "runs_reaching_target", "setting_id"]
 # time to accuracy: by default the first point at which a run reaches its setting's baseline's final top-1 minus this
 TARGET_BELOW_BASELINE = 0.005
+# what a run's baseline shares with it: its setting less the method's own choices
+METHOD_FIELDS = ("method", "method_params", "method_version", "exchange", "bucket_mb")
+SHOWN = ("task", "dataset", "method", "workers", "backend", "tier", "steps")  # fields the table shows anyway
+
+
+def _key(value: dict) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
 
 
 def records_frame(root: Path) -> pd.DataFrame:
@@ -20,6 +38,7 @@ def records_frame(root: Path) -> pd.DataFrame:
         cfg, m = r.get("config", {}), r.get("metrics", {})
         workers, steps = cfg.get("workers"), m.get("steps") or 0
         sent = m.get("bytes_sent")
+        setting = setting_of(cfg) if cfg.get("task") and cfg.get("method") else dict(cfg)
         rows.append({
             "run_id": r["run_id"], "status": r["status"], "task": cfg.get("task"), "dataset": cfg.get("dataset"),
             "method": cfg.get("method"), "params": chosen_params(cfg), "workers": workers, "backend": cfg.get("backend"),
@@ -34,6 +53,9 @@ def records_frame(root: Path) -> pd.DataFrame:
             "exposed": _exposed_share(m),
             "curve": [(h["train_s"], h["top1"]) for h in r.get("history", [])
                       if isinstance(h.get("train_s"), (int, float)) and isinstance(h.get("top1"), (int, float))],
+            "setting": _key(setting),
+            "setting_flat": flat_items(setting),
+            "baseline_setting": _key({k: v for k, v in setting.items() if k not in METHOD_FIELDS}),
         })
     return pd.DataFrame(rows)
 
@@ -68,50 +90,126 @@ def _mean_std(series: pd.Series, fmt: str) -> str:
     return f"{format(values.mean(), fmt)} ± {format(values.std(), fmt)}"
 
 
-def comparison(frame: pd.DataFrame, target: float | None = None) -> pd.DataFrame:
-    """Runs that differ only by seed share a row: mean ± std and n. Time to accuracy: training seconds until a
-    run first reaches ``target`` top-1, or by default its setting's baseline's final top-1 minus 0.5 points."""
+def _mean(series: pd.Series) -> float | None:
+    values = series.dropna()
+    return float(values.mean()) if not values.empty else None
+
+
+def _std(series: pd.Series) -> float | None:
+    values = series.dropna()
+    return float(values.std()) if len(values) > 1 else None
+
+
+def _shown(value) -> str:
+    return "none" if value is None else json.dumps(value) if isinstance(value, (list, dict)) else str(value)
+
+
+def _differs(groups: list[pd.DataFrame]) -> dict[str, str]:
+    """For settings that the shown columns do not tell apart: each one's values of the fields that differ."""
+    out = {}
+    by_look: dict[tuple, list[pd.DataFrame]] = {}
+    for group in groups:
+        first = group.iloc[0]
+        look = tuple(str(first[k]) for k in (*SHOWN, "params"))
+        by_look.setdefault(look, []).append(group)
+    for alike in by_look.values():
+        if len(alike) < 2:
+            continue
+        flats = [g.iloc[0]["setting_flat"] for g in alike]
+        keys = sorted(set().union(*flats))
+        varying = [k for k in keys if len({_key({"v": f.get(k)}) for f in flats}) > 1 and k not in SHOWN]
+        for group, flat in zip(alike, flats):
+            out[group.iloc[0]["setting"]] = ", ".join(f"{k}={_shown(flat.get(k))}" for k in varying)
+    return out
+
+
+def comparison_data(frame: pd.DataFrame, target: float | None = None) -> pd.DataFrame:
+    """One row per setting (everything that enters the run id but the seed): its runs' means, plain numbers.
+    Time to accuracy: training seconds until a run first reaches ``target`` top-1, or by default its setting's
+    baseline's final top-1 minus 0.5 points (the baseline: the same setting with method baseline)."""
     if frame.empty:
-        return pd.DataFrame(columns=COLUMNS)
-    keys = ["task", "dataset", "method", "params", "workers", "backend", "tier", "steps"]
-    setting = ["task", "dataset", "workers", "backend", "tier", "steps"]
+        return pd.DataFrame(columns=DATA_COLUMNS)
     done_frame = frame[frame["status"] == Status.DONE]
-    baseline_top1 = done_frame[done_frame["method"] == "baseline"].groupby(setting, dropna=False)["top1"].mean()
+    baseline_top1 = done_frame[done_frame["method"] == "baseline"].groupby("baseline_setting")["top1"].mean()
+    groups = [g for _, g in frame.groupby("setting", sort=False)]
+    differs = _differs(groups)
     rows = []
-    for key, group in frame.groupby(keys, dropna=False, sort=True):
-        row = dict(zip(keys, key))
-        statuses = group["status"].value_counts()
-        row["n"] = len(group)
-        row["status"] = ", ".join(f"{s} {c}" if len(statuses) > 1 or c > 1 else s for s, c in statuses.items())
+    for group in groups:
+        first = group.iloc[0]
         done = group[group["status"] == Status.DONE]
-        row["top1"] = _mean_std(done["top1"], ".4f")
-        per_step = done["bytes_per_worker_step"].dropna()
-        row["bytes/worker/step"] = f"{per_step.mean():,.0f}" if not per_step.empty else "—"
-        received = done["received_per_worker_step"].dropna()
-        row["recv/worker/step"] = f"{received.mean():,.0f}" if not received.empty else "—"
-        ratio = done["compression"].dropna()
-        row["fp32/sent"] = f"{ratio.mean():.2f}x" if not ratio.empty else "—"
-        row["images/s"] = _mean_std(done["images_per_s"], ".0f")
-        exposed = done["exposed"].dropna()
-        row["comm exposed"] = f"{100 * exposed.mean():.0f}%" if not exposed.empty else "—"
+        statuses = group["status"].value_counts()
         goal = target
         if goal is None:
-            base = baseline_top1.get(tuple(row[k] for k in setting))
-            goal = base - TARGET_BELOW_BASELINE if base is not None and pd.notna(base) else None
+            base = baseline_top1.get(first["baseline_setting"])
+            # a baseline that learned nothing (synthetic data) sets no target
+            goal = (base - TARGET_BELOW_BASELINE if base is not None and pd.notna(base)
+                    and base > TARGET_BELOW_BASELINE else None)
         times = [time_to(c, goal) for c in done["curve"]] if goal is not None else []
         reached = [t for t in times if t is not None]
-        row["time to target (s)"] = ("—" if goal is None else f"not reached (top-1 {goal:.4f})" if not reached
-                                     else f"{sum(reached) / len(reached):.1f}" + (f" ({len(reached)} of {len(times)})"
-                                                                                 if len(reached) < len(times) else ""))
-        if group["substitute"].notna().any():
-            row["dataset"] = f"{row['dataset']} (for {group['substitute'].dropna().iloc[0]})"
-        rows.append(row)
+        substitutes = group["substitute"].dropna()
+        rows.append({
+            "task": first["task"], "dataset": first["dataset"],
+            "substitute_for": substitutes.iloc[0] if not substitutes.empty else None,
+            "method": first["method"], "params": first["params"], "differs": differs.get(first["setting"], ""),
+            "workers": first["workers"], "backend": first["backend"], "tier": first["tier"],
+            "steps": int(group["steps"].max()), "n_runs": len(group), "n_done": len(done),
+            "seeds": " ".join(str(s) for s in sorted(group["seed"].dropna().unique())),
+            "status": ", ".join(f"{s} {c}" if len(statuses) > 1 or c > 1 else s for s, c in statuses.items()),
+            "top1_mean": _mean(done["top1"]), "top1_std": _std(done["top1"]), "top5_mean": _mean(done["top5"]),
+            "bytes_sent_per_worker_step": _mean(done["bytes_per_worker_step"]),
+            "bytes_received_per_worker_step": _mean(done["received_per_worker_step"]),
+            "fp32_bytes_over_sent": _mean(done["compression"]),
+            "images_per_s_mean": _mean(done["images_per_s"]), "images_per_s_std": _std(done["images_per_s"]),
+            "comm_exposed_share": _mean(done["exposed"]), "target_top1": goal,
+            "time_to_target_s": sum(reached) / len(reached) if reached else None,
+            "runs_reaching_target": len(reached) if goal is not None else None,
+            "setting_id": hashlib.sha256(first["setting"].encode()).hexdigest()[:10],
+            "_done": done,
+        })
+    data = pd.DataFrame(rows)
+    order = ["task", "dataset", "method", "params", "workers", "backend", "tier", "steps", "differs"]
+    data = data.sort_values(order, key=lambda c: c.astype(str), kind="stable", ignore_index=True)
+    return data
+
+
+def comparison(frame: pd.DataFrame, target: float | None = None) -> pd.DataFrame:
+    """The table for reading: :func:`comparison_data`'s rows as text (mean ± std over a setting's seeds)."""
+    data = comparison_data(frame, target)
+    if data.empty:
+        return pd.DataFrame(columns=COLUMNS)
+    rows = []
+    for _, d in data.iterrows():
+        done = d["_done"]
+        goal, reached, n_done = d["target_top1"], d["runs_reaching_target"], d["n_done"]
+        rows.append({
+            "task": d["task"],
+            "dataset": d["dataset"] + (f" (for {d['substitute_for']})" if d["substitute_for"] else ""),
+            "method": d["method"], "params": d["params"], "differs": d["differs"], "workers": d["workers"],
+            "backend": d["backend"], "tier": d["tier"], "steps": d["steps"], "n": d["n_runs"], "status": d["status"],
+            "top1": _mean_std(done["top1"], ".4f"),
+            "bytes/worker/step": _number(d["bytes_sent_per_worker_step"], ",.0f"),
+            "recv/worker/step": _number(d["bytes_received_per_worker_step"], ",.0f"),
+            "fp32/sent": _number(d["fp32_bytes_over_sent"], ".2f", "x"),
+            "images/s": _mean_std(done["images_per_s"], ".0f"),
+            "comm exposed": _number(None if d["comm_exposed_share"] is None else 100 * d["comm_exposed_share"],
+                                    ".0f", "%"),
+            "time to target (s)": ("—" if goal is None or pd.isna(goal) else
+                                   f"not reached (top-1 {goal:.4f})" if not reached else
+                                   f"{d['time_to_target_s']:.1f}" + (f" ({reached} of {n_done})"
+                                                                     if reached < n_done else "")),
+        })
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
+def _number(value, fmt: str, unit: str = "") -> str:
+    return "—" if value is None or pd.isna(value) else f"{format(value, fmt)}{unit}"
+
+
 def render(table: pd.DataFrame, fmt: str) -> str:
-    if fmt == "csv":
-        return table.to_csv(index=False)
+    """``md``: the reading table (:func:`comparison`); ``csv`` and ``json``: the data (:func:`comparison_data`)."""
+    if fmt in ("csv", "json"):
+        data = table.drop(columns=[c for c in table.columns if c.startswith("_")])
+        return data.to_csv(index=False) if fmt == "csv" else data.to_json(orient="records", indent=1) + "\n"
     if table.empty:
         return "(no records)\n"
     return table.to_markdown(index=False, disable_numparse=True) + "\n"

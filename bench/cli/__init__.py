@@ -26,6 +26,9 @@ class Parser(argparse.ArgumentParser):
 
 def build_parser() -> Parser:
     p = Parser(prog="commbench", description="Benchmark harness for communication-efficient distributed SGD.")
+    from commbench import __version__
+
+    p.add_argument("--version", action="version", version=f"commbench {__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
 
     run = sub.add_parser("run", help="run one configuration")
@@ -71,7 +74,9 @@ def build_parser() -> Parser:
     table.add_argument("--results", default="results")
     table.add_argument("--paper", choices=["terngrad", "threshold", "ssdsgd", "all"],
                        help="rebuild a paper's tables: its values beside the reproduced ones")
-    table.add_argument("--format", choices=["md", "csv", "latex"], default="md")
+    table.add_argument("--format", choices=["md", "csv", "json", "latex"], default="md",
+                       help="md: a table to read; csv, json: plain numbers, units in the column names, top-1 as a "
+                            "fraction (default: %(default)s)")
     table.add_argument("--out")
     table.add_argument("--target", type=float, metavar="TOP1",
                        help="time to accuracy: seconds until a run first reaches this top-1 (a fraction, e.g. 0.85); "
@@ -277,13 +282,18 @@ def cmd_table(args) -> int:
     if args.paper:
         from commbench.analysis.papers.tables import build, render as render_paper, rows
 
+        if args.format == "json":
+            raise ConfigError("--format json: only for the comparison table (the paper tables: md, csv or latex)")
+
         text = render_paper(rows(build(args.paper, Path(args.results))), args.format)
     else:
-        from commbench.analysis.table import comparison, records_frame, render
+        from commbench.analysis.table import comparison, comparison_data, records_frame, render
 
         if args.format == "latex":
-            raise ConfigError("--format latex: only for --paper tables (use md or csv)")
-        text = render(comparison(records_frame(Path(args.results)), args.target), args.format)
+            raise ConfigError("--format latex: only for --paper tables (use md, csv or json)")
+        frame = records_frame(Path(args.results))
+        table = comparison(frame, args.target) if args.format == "md" else comparison_data(frame, args.target)
+        text = render(table, args.format)
     if args.out:
         from commbench.store.records import atomic_write
 

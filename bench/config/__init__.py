@@ -314,16 +314,37 @@ class RunConfig:
         return cls(**{f.name: d[f.name] for f in dataclasses.fields(cls) if f.name in d})
 
 
-def run_id_of(config: Mapping[str, Any]) -> str:
-    """Deterministic id: readable prefix + hash of the resolved configuration (never the clock)."""
+def identity_of(config: Mapping[str, Any]) -> dict:
+    """What a run computes: the configuration less what only changes how it executes (and less the fields
+    at the value every record had before they existed). The run id is its hash."""
     identity = {k: v for k, v in config.items() if k not in NOT_IN_ID and not (k in ADDED_EMPTY and not v)
                 and not (k in IMPLICIT and v == IMPLICIT[k])}
     for key, value in IMPLICIT.items():  # nested ones (optimizer.momentum_form): out of their dict at that value
         outer, dot, inner = key.partition(".")
         if dot and isinstance(identity.get(outer), dict) and identity[outer].get(inner) == value:
             identity[outer] = {k: v for k, v in identity[outer].items() if k != inner}
-    digest = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:10]
+    return identity
+
+
+def run_id_of(config: Mapping[str, Any]) -> str:
+    """Deterministic id: readable prefix + hash of the resolved configuration (never the clock)."""
+    digest = hashlib.sha256(json.dumps(identity_of(config), sort_keys=True, default=str).encode()).hexdigest()[:10]
     return f"{config['task']}_{config['method']}_w{config['workers']}_{digest}"
+
+
+def setting_of(config: Mapping[str, Any]) -> dict:
+    """A run's setting: what it computes, less its seed. Runs of one setting are its seeds (and reruns)."""
+    return {k: v for k, v in identity_of(config).items() if k != "seed"}
+
+
+def flat_items(value: Any, prefix: str = "") -> dict[str, Any]:
+    """Nested dicts as dotted keys (``optimizer.name``), for comparing settings field by field."""
+    if isinstance(value, Mapping):
+        out = {}
+        for k, v in value.items():
+            out.update(flat_items(v, f"{prefix}{k}."))
+        return out
+    return {prefix[:-1]: value}
 
 
 def parse_set(items: list[str]) -> dict[str, Any]:

@@ -1,0 +1,78 @@
+"""The comparison table: one row per setting (everything in the run id but the seed), n its seeds, a column
+that names what differs between rows that would otherwise look alike; the machine-readable forms."""
+from __future__ import annotations
+
+import io
+import json
+
+import pandas as pd
+import pytest
+
+import commbench
+from commbench.analysis.table import comparison, comparison_data, records_frame, render
+
+from ..conftest import commbench as run_cli
+from ..helpers import write_record
+
+LR = "lr_schedule"
+
+
+def write_runs(root, seeds, **change):
+    """Runs of one setting (``change`` applied to the config of a LeNet baseline), one per seed."""
+    lr = change.pop(LR, None)
+    for seed in seeds:
+        tag = "-".join(f"{k}{v}" for k, v in sorted(change.items())).replace(".", "") + f"lr{lr}"
+        record = write_record(root, f"run-{tag}-s{seed}", seed=seed, top1=0.90 + seed / 100, config=dict(change))
+        if lr is not None:  # the base learning rate lives inside the schedule
+            record["config"][LR] = {**record["config"][LR], "base_lr": lr}
+            (root / "runs" / f"run-{tag}-s{seed}.json").write_text(json.dumps(record))
+
+
+@pytest.mark.parametrize("field,values,shown", [
+    (LR, (0.01, 0.1), "lr_schedule.base_lr="),
+    ("net", ("1gbit", "100mbit"), "net="),
+    ("recipe", ("momentum", "vanilla"), "recipe="),
+    ("global_batch", (64, 128), "global_batch="),
+])
+def test_settings_that_differ_in_one_field_are_separate_rows_with_their_own_seeds(tmp_path, field, values, shown):
+    first, second = values
+    write_runs(tmp_path, [1, 2], **{field: first})
+    write_runs(tmp_path, [1, 2, 3], **{field: second})
+    data = comparison_data(records_frame(tmp_path))
+    assert len(data) == 2 and sorted(data["n_runs"]) == [2, 3]
+    by_n = {row["n_runs"]: row for _, row in data.iterrows()}
+    assert by_n[2]["seeds"] == "1 2" and by_n[3]["seeds"] == "1 2 3"
+    assert by_n[2]["top1_mean"] == pytest.approx(0.915) and by_n[3]["top1_mean"] == pytest.approx(0.92)
+    assert f"{shown}{first}" in by_n[2]["differs"] and f"{shown}{second}" in by_n[3]["differs"]
+    text = render(comparison(records_frame(tmp_path)), "md")
+    assert f"{shown}{first}" in text and f"{shown}{second}" in text
+
+
+def test_seeds_of_one_setting_share_a_row_and_nothing_differs(tmp_path):
+    write_runs(tmp_path, [1, 2, 3])
+    data = comparison_data(records_frame(tmp_path))
+    assert len(data) == 1 and data.loc[0, "n_runs"] == 3 and data.loc[0, "differs"] == ""
+    assert data.loc[0, "top1_std"] == pytest.approx(0.01)
+
+
+def test_the_csv_is_plain_numbers_that_pandas_reads_as_such(tmp_path):
+    write_runs(tmp_path, [1, 2], net="1gbit")
+    write_runs(tmp_path, [1], net="100mbit")
+    proc = run_cli("table", "--results", str(tmp_path), "--format", "csv")
+    assert proc.returncode == 0, proc.stderr
+    table = pd.read_csv(io.StringIO(proc.stdout))
+    for column in ("workers", "steps", "n_runs", "top1_mean", "bytes_sent_per_worker_step", "images_per_s_mean"):
+        assert pd.api.types.is_numeric_dtype(table[column]), column
+    assert table["top1_mean"].between(0, 1).all()  # a fraction, as in the records
+    parsed = json.loads(run_cli("table", "--results", str(tmp_path), "--format", "json").stdout)
+    assert {row["n_runs"] for row in parsed} == {1, 2}
+
+
+def test_load_records_gives_one_column_per_setting_and_metric(tmp_path):
+    write_runs(tmp_path, [1, 2], net="1gbit")
+    runs = commbench.load_records(tmp_path)
+    assert len(runs) == 2 and list(runs["config.seed"]) == [1, 2]
+    assert {"config.net", "config.optimizer.name", "config.lr_schedule.base_lr", "metrics.top1",
+            "metrics.bytes_sent", "data.dataset"} <= set(runs.columns)
+    assert pd.api.types.is_float_dtype(runs["metrics.top1"]) and pd.api.types.is_integer_dtype(runs["config.seed"])
+    assert runs.groupby("config.net")["metrics.top1"].mean().iloc[0] == pytest.approx(0.915)
