@@ -1,4 +1,5 @@
-"""``commbench``: the command line (docs/contract.md). Exit 0 done/diverged, 1 failed run, 2 bad input."""
+"""``commbench``: the command line (docs/contract.md). Exit 0 done/diverged, 1 failed run, 2 bad input, 75 a run
+interrupted by a checkpoint signal (resumable)."""
 from __future__ import annotations
 
 import argparse
@@ -11,6 +12,7 @@ from commbench.store.records import Status
 
 GRIDS_DIR = Path(__file__).resolve().parent.parent / "grids"
 DATA_SETS = ("mnist", "fashion-mnist", "cifar10", "cifar10-jpeg")
+from commbench.launch.sweep import EXIT_INTERRUPTED  # noqa: E402  (75: a checkpoint signal stopped it; resumable)
 
 
 class BadInput(SystemExit):
@@ -135,7 +137,8 @@ def cmd_run(args) -> int:
     if result.skipped:
         print(f"skip: {cfg.run_id} already {result.record['status']} ({result.path}; --force runs it again)")
     print(summary(cfg, result.record))
-    return 1 if result.record["status"] == Status.FAILED else 0
+    status = result.record["status"]
+    return 1 if status == Status.FAILED else EXIT_INTERRUPTED if status == Status.INTERRUPTED else 0
 
 
 def only(runs: list[RunConfig], grid, filters: list[str]) -> list[RunConfig]:

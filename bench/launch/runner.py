@@ -160,7 +160,7 @@ def execute(cfg: RunConfig, out: Path, *, force: bool = False, save_weights: boo
         why_not = requeue(outcome) if requeue else f"checkpoint saved in {ckpt_dir}: run it again to resume"
         if why_not is None:
             return RunResult({}, None, interrupted=outcome)
-        status, error = Status.FAILED, f"{stopped}; {why_not}"
+        error = f"{stopped}; {why_not}"  # the status stays interrupted: resumable
     result = _store(cfg, out, status, error, outcome, world, (started_at, t0, code), save_weights)
     if result.record["status"] in FINISHED:
         Checkpoints(ckpt_dir).remove()
@@ -179,7 +179,8 @@ def _store(cfg: RunConfig, out: Path, status: str, error: str | None, outcome: O
     if outcome is not None and outcome.resumed_at:
         env["resumed_at_steps"] = outcome.resumed_at
     metrics = {**EMPTY_METRICS, **(outcome.metrics if outcome else {}), "wall_s": wall_s}
-    record = make_record(cfg.run_id, status if error is None else Status.FAILED, error, cfg.to_dict(), env,
+    kept = error is None or status == Status.INTERRUPTED  # an error otherwise makes the run a failed one
+    record = make_record(cfg.run_id, status if kept else Status.FAILED, error, cfg.to_dict(), env,
                          metrics, outcome.history if outcome else [], outcome.data if outcome else None)
     try:
         path = write_record(out, record)

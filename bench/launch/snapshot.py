@@ -71,16 +71,20 @@ def installed_path(f: str) -> str:
 def snapshot_code(dest_root: Path, root: Path = SOURCE_ROOT) -> CodeSnapshot:
     """Copy the code under ``dest_root`` (reused if the same code was copied before)."""
     files = _git_files(root)
-    sha, dirty = git_state(root) if files is not None else (None, None)
-    if files is None:
+    if files is None:  # not a git checkout
+        sha, dirty, new = None, None, []
         files = _untracked_copy_list(root)
-    else:  # new files not yet added (but not ignored) are code too; their presence makes the copy dirty
+    else:  # new files not yet added (but not ignored) are copied too: they may be code
+        sha, dirty = git_state(root)
         new = _git_files(root, "--others", "--exclude-standard") or []
-        files, dirty = sorted(files + new), bool(dirty or new)
+        files = sorted(files + new)
     digest = hashlib.sha256()
     for f in files:
         digest.update(f.encode() + b"\0" + (root / f).read_bytes() + b"\0")
-    name = f"{sha[:12]}" if sha and not dirty else f"{(sha or 'nogit')[:12]}-{digest.hexdigest()[:10]}"
+    # git_dirty means what it means for a local run: tracked files differ from the commit (git_state). The
+    # copy's name still tells apart every set of files, new ones included, so that two copies never collide.
+    name = (f"{sha[:12]}" if sha and not dirty and not new
+            else f"{(sha or 'nogit')[:12]}-{digest.hexdigest()[:10]}")
     final = Path(dest_root) / name
     if not (final / ".complete").exists():
         tmp = final.with_name(f".{name}.{os.getpid()}.tmp")

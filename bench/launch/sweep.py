@@ -9,8 +9,12 @@ from commbench.launch.progress import Progress
 from commbench.store.records import FINISHED, Status, read_or_set_aside
 
 
+EXIT_INTERRUPTED = 75  # EX_TEMPFAIL, as `commbench run`: stopped by a checkpoint signal, resumable
+
+
 def run_local_sweep(runs: list[RunConfig], out: Path, show_progress: bool = True) -> int:
-    """Exit code: 0 when every run is done or diverged, 1 when any failed. A finished run (done or diverged)
+    """Exit code: 0 when every run is done or diverged, 1 when any failed, 75 when a checkpoint signal stopped
+    it (run it again to resume). A finished run (done or diverged)
     is not run again; an unreadable record is moved aside (said in one line) and its run runs again."""
     from commbench.launch.runner import RecordNotWritten, execute, summary
 
@@ -28,5 +32,9 @@ def run_local_sweep(runs: list[RunConfig], out: Path, show_progress: bool = True
         failed += result.record["status"] == Status.FAILED
         print(summary(cfg, result.record), flush=True)
         bar.update(i + 1)
+        if result.record["status"] == Status.INTERRUPTED:  # the stop signal was for the sweep: stop it too
+            bar.close()
+            print("commbench: sweep stopped by a checkpoint signal; run it again to resume", file=sys.stderr)
+            return EXIT_INTERRUPTED
     bar.close()
     return 1 if failed else 0

@@ -18,14 +18,13 @@ from typing import Any, Callable, Iterator, TypedDict
 
 SCHEMA_VERSION = 1
 class Status:
-    """A record's status (``STATUSES``); ``INTERRUPTED`` is a run's outcome that never becomes one (a stop
-    signal came: the checkpoint is saved and the run resumes from it)."""
+    """A record's status. ``INTERRUPTED``: a stop signal came, the checkpoint is saved, and running the same
+    configuration again resumes from it (a Slurm job requeues itself instead and writes no record)."""
 
-    DONE, DIVERGED, FAILED = "done", "diverged", "failed"
-    INTERRUPTED = "interrupted"
+    DONE, DIVERGED, FAILED, INTERRUPTED = "done", "diverged", "failed", "interrupted"
 
 
-STATUSES = (Status.DONE, Status.DIVERGED, Status.FAILED)
+STATUSES = (Status.DONE, Status.DIVERGED, Status.FAILED, Status.INTERRUPTED)
 FINISHED = (Status.DONE, Status.DIVERGED)  # never run again without --force
 # run ids and names the harness writes: safe as file names and inside a Slurm batch script
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")

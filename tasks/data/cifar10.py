@@ -46,6 +46,7 @@ import torch
 import torch.nn.functional as F
 
 from .base import DataUnavailable, InMemoryData
+from .mirror import downloads_allowed
 
 FOLDER = "cifar-10-batches-py"
 TRAIN_FILES = tuple(f"data_batch_{i}" for i in range(1, 6))
@@ -207,6 +208,7 @@ def _torchvision_cifar10(root: Path, download: bool):
 
     folder = root / FOLDER
     missing = [f for f in FILES if not (folder / f).exists()]
+    download = download and downloads_allowed()
     try:
         train = CIFAR10(str(root), train=True, download=download and bool(missing))
         return train, CIFAR10(str(root), train=False)

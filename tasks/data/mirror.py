@@ -12,6 +12,11 @@ import os
 from pathlib import Path
 
 MIRROR_ENV = "COMMBENCH_DATA_MIRROR"
+OFFLINE_ENV = "COMMBENCH_OFFLINE"  # 1: never try a download (an air-gapped cluster, where one would hang)
+
+
+def downloads_allowed() -> bool:
+    return os.environ.get(OFFLINE_ENV, "").strip() not in ("1", "true", "yes")
 
 
 def mirror_folder(name: str) -> Path | None:

@@ -18,7 +18,8 @@ from pathlib import Path
 
 
 from .base import DataUnavailable, InMemoryData
-from .mirror import MIRROR_ENV as MIRROR_ENV_NAME, md5_of, mirror_folder, mirror_hint, stamp, write_json_atomic
+from .mirror import (MIRROR_ENV as MIRROR_ENV_NAME, OFFLINE_ENV, downloads_allowed, md5_of, mirror_folder,
+                     mirror_hint, stamp, write_json_atomic)
 
 DEBIAN_FASHION_MNIST = Path("/usr/share/datasets/fashion-mnist")
 IDX_FILES = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
@@ -95,19 +96,24 @@ def provision_mnist(root: Path, download: bool = True, verify: str = "md5") -> d
             for name in IDX_FILES:
                 _unpack(mirror / f"{name}.gz", raw / name)
             source = f"local mirror {mirror} ({MIRROR_ENV_NAME})"
-        elif download:
+        elif download and downloads_allowed():
             from torchvision import datasets
 
+            made = [p for p in (Path(root), Path(root) / "MNIST", raw) if not p.exists()]
             try:
                 datasets.MNIST(str(root), train=True, download=True)
             except Exception as exc:  # torchvision raises RuntimeError or URLError offline
+                for folder in reversed(made):  # leave no empty folders behind
+                    if folder.is_dir() and not any(folder.iterdir()):
+                        folder.rmdir()
                 why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
                 raise DataUnavailable(f"mnist: not in {raw}, no mirror ({mirror_hint('mnist')}) and the download "
                                       f"failed ({why}); {OFFLINE_HINT}") from exc
             source = "torchvision download (" + ", ".join(datasets.MNIST.mirrors) + ")"
         else:
-            raise DataUnavailable(f"mnist: not in {raw}, no mirror ({mirror_hint('mnist')}) and downloading is "
-                                  f"off; {OFFLINE_HINT}")
+            why = "downloading is off" if not download else f"downloading is off ({OFFLINE_ENV}=1)"
+            raise DataUnavailable(f"mnist: not in {raw}, no mirror ({mirror_hint('mnist')}) and {why}; "
+                                  f"{OFFLINE_HINT}")
     try:
         sums = _check_md5(raw, verify)
     except DataUnavailable:

@@ -1,6 +1,10 @@
 """Bad input: exit 2, one line on stderr naming the bad item, nothing written."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 
 from ..conftest import commbench
@@ -54,3 +58,17 @@ def test_dry_run_lists_run_ids_and_writes_nothing(tmp_path):
     lines = proc.stdout.strip().splitlines()
     assert len(lines) == 2 and all(ln.startswith("lenet-mnist_baseline_w") for ln in lines)
     assert not out.exists()
+
+
+def test_a_data_set_that_cannot_be_had_is_named_and_nothing_is_written(tmp_path):
+    """The paper's data set by default (MNIST for LeNet): offline, with no mirror, exit 2 before any record,
+    output folder or empty data folder exists."""
+    out, root = tmp_path / "out", tmp_path / "data"
+    env = {k: v for k, v in os.environ.items() if k != "COMMBENCH_DATA_MIRROR"}
+    proc = subprocess.run([sys.executable, "-m", "commbench", "run", "--task", "lenet-mnist", "--method", "baseline",
+                           "--data-root", str(root), "--out", str(out)], capture_output=True, text=True,
+                          env={**env, "COMMBENCH_OFFLINE": "1"}, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("commbench: error: mnist:") and "fashion-mnist" in line
+    assert not out.exists() and not root.exists()
