@@ -3,8 +3,11 @@
 Usage (one state per DDP model; the state keeps per-parameter residuals, indices and the step counter)::
 
     ddp = DistributedDataParallel(model)
-    state = TernGradHookState(ddp, TernGradParams(wd_in_grad=False), worker_seed=1000 + rank)
+    ledger = ByteLedger()  # optional: counts this rank's bytes as the harness counts its own
+    state = TernGradHookState(ddp, TernGradParams(wd_in_grad=False), worker_seed=1000 + rank, ledger=ledger)
     ddp.register_comm_hook(state, terngrad_hook)
+    ...
+    print(ledger.total_sent(), "bytes sent")
 
 For the same local gradients and seeds, the averaged gradient a hook hands back to DDP is bit for bit the one
 the harness's :class:`methods.terngrad.TernGrad` / :class:`methods.threshold.Threshold` compute (before their
@@ -38,6 +41,7 @@ from torch import nn
 
 from .codecs import sparse
 from .codecs.bits import TRIT_PACKINGS, as_bytes
+from .comm.ledger import ByteLedger, nbytes
 from .codecs.fused_ternary import TernaryCodec
 from .codecs.ternary import mix_seed
 from .terngrad import TernGradParams, last_layer, mean_of_trits
@@ -101,26 +105,34 @@ def _bucket_gradients(bucket: dist.GradBucket) -> list[torch.Tensor]:
     return grads
 
 
-def _all_gather_same(t: torch.Tensor, group: dist.ProcessGroup, async_op: bool):
+def _count(ledger: ByteLedger | None, group: dist.ProcessGroup, op: str, sent: int, received: int) -> None:
+    """The harness's ledger conventions (:mod:`methods.comm.base`): an all_gather sends one's payload and
+    receives the others'; an all_reduce sends and receives the tensor once."""
+    if ledger is not None and group.size() > 1:
+        ledger.record(op, group.rank(), sent, received)
+
+
+def _all_gather_same(t: torch.Tensor, group: dist.ProcessGroup, async_op: bool, ledger=None):
     """all_gather of equal-size tensors. Returns (outputs, work); with ``async_op=False`` work is None and
     the outputs are filled."""
+    _count(ledger, group, "allgather", nbytes(t), (group.size() - 1) * nbytes(t))
     out = [torch.empty_like(t) for _ in range(group.size())]
     work = dist.all_gather(out, t, group=group, async_op=async_op)
     return out, work
 
 
-def _all_gather_variable(payload: torch.Tensor, group: dist.ProcessGroup) -> Future:
+def _all_gather_variable(payload: torch.Tensor, group: dist.ProcessGroup, ledger=None) -> Future:
     """The dist transport's variable-size allgather: an int64 size each (synchronous, as the padded length
     must be known before sending), then the payloads padded to the largest (asynchronous). The future's value
     is the list of payloads in rank order, trimmed. ``payload`` must not be empty (gloo hangs on empty
     tensors; the sparse wire format always has an 8-byte header)."""
     mine = torch.tensor([payload.numel()], dtype=torch.int64, device=payload.device)
-    sizes, _ = _all_gather_same(mine, group, async_op=False)
+    sizes, _ = _all_gather_same(mine, group, async_op=False, ledger=ledger)
     sizes = [int(s.item()) for s in sizes]
     padded = max(sizes)
     if payload.numel() < padded:
         payload = torch.cat([payload, payload.new_zeros(padded - payload.numel())])
-    out, work = _all_gather_same(payload, group, async_op=True)
+    out, work = _all_gather_same(payload, group, async_op=True, ledger=ledger)
 
     def trim(fut: Future) -> list[torch.Tensor]:
         fut.wait()  # re-raises a failed collective
@@ -136,11 +148,13 @@ class TernGradHookState:
 
     ``model`` is the module DDP wraps or the DDP model itself. ``worker_seed`` is this rank's own seed (the
     harness's ``Worker.seed``); each tensor's Bernoulli draws come from ``mix_seed(worker_seed, step, j)``.
-    ``step`` starts at 0 and counts backward passes; set it when resuming from a checkpoint.
+    ``step`` starts at 0 and counts backward passes; set it when resuming from a checkpoint. ``ledger``: a
+    :class:`methods.comm.ByteLedger` that counts every byte this rank sends and receives, as the harness
+    counts its own (``ledger.total_sent()``).
     """
 
     def __init__(self, model: nn.Module, params: TernGradParams, worker_seed: int,
-                 process_group: dist.ProcessGroup | None = None):
+                 process_group: dist.ProcessGroup | None = None, ledger: ByteLedger | None = None):
         if params.wd_in_grad:
             raise ValueError("TernGradParams.wd_in_grad=True is not supported by the DDP hook: the hook sees only "
                              "the data-loss gradient; pass wd_in_grad=False and put weight decay in the optimizer")
@@ -160,6 +174,7 @@ class TernGradHookState:
         self.pack, self.unpack, _ = TRIT_PACKINGS[params.packing]
         self.codec = TernaryCodec(params.clip, params.scaler, params.packing, layerwise=True)
         self.step = 0
+        self.ledger = ledger
 
 
 def _ternarize_and_send(state: TernGradHookState, group: dist.ProcessGroup,
@@ -175,13 +190,14 @@ def _ternarize_and_send(state: TernGradHookState, group: dist.ProcessGroup,
     sizes = [g.numel() for _, g in tern]
     offsets, bounds, scalers = state.codec.scalers(flat, sizes)
     scalers = scalers.to(flat.device)
-    used = torch.stack(_all_gather_same(scalers, group, async_op=False)[0]).amax(dim=0) \
+    used = torch.stack(_all_gather_same(scalers, group, async_op=False, ledger=state.ledger)[0]).amax(dim=0) \
         if p.scaler_sharing else scalers
     keys = [mix_seed(state.worker_seed, state.step, j) for j, _ in tern]
     packed, _ = state.codec.encode(flat, offsets, bounds, used.cpu(), keys)
     packed = packed.to(flat.device)
     payload = packed if p.scaler_sharing else torch.cat([as_bytes(scalers), packed])
-    out, work = _all_gather_same(payload, group, async_op=True)  # same bucket layout: same size everywhere
+    # same bucket layout: the same size everywhere
+    out, work = _all_gather_same(payload, group, async_op=True, ledger=state.ledger)
     shared = used if p.scaler_sharing else None
 
     def average(fut: Future) -> torch.Tensor:
@@ -193,10 +209,11 @@ def _ternarize_and_send(state: TernGradHookState, group: dist.ProcessGroup,
     return work.get_future().then(average)
 
 
-def _allreduce_mean(flat: torch.Tensor, group: dist.ProcessGroup) -> Future:
+def _allreduce_mean(flat: torch.Tensor, group: dist.ProcessGroup, ledger=None) -> Future:
     """Sum over workers, then / N (the harness's float tensors: allreduce, divide after). The sum is the
     backend's; with two workers it is exactly a + b on every rank."""
     n = group.size()
+    _count(ledger, group, "allreduce", nbytes(flat), nbytes(flat))
     work = dist.all_reduce(flat, group=group, async_op=True)
 
     def divide(fut: Future) -> torch.Tensor:
@@ -225,7 +242,7 @@ def terngrad_hook(state: TernGradHookState, bucket: dist.GradBucket) -> TensorFu
     if tern:
         parts.append(_ternarize_and_send(state, group, tern))
     if floats:
-        parts.append(_allreduce_mean(torch.cat(floats), group))  # cat copies: the bucket stays intact
+        parts.append(_allreduce_mean(torch.cat(floats), group, state.ledger))  # cat copies: the bucket stays intact
     if bucket.is_last():
         state.step += 1
 
@@ -243,11 +260,12 @@ class ThresholdHookState:
     """State of :func:`threshold_hook`: the rule (``kind`` in wgt, bgt, qgt), the threshold T, and this
     worker's float64 residual per parameter (allocated on first use, on the gradient's device).
 
-    ``residuals()`` returns them by parameter name (for checkpoints or inspection).
+    ``residuals()`` returns them by parameter name (for checkpoints or inspection). ``ledger``: a
+    :class:`methods.comm.ByteLedger` counting this rank's bytes, as for :class:`TernGradHookState`.
     """
 
     def __init__(self, model: nn.Module, kind: str, threshold: float,
-                 process_group: dist.ProcessGroup | None = None):
+                 process_group: dist.ProcessGroup | None = None, ledger: ByteLedger | None = None):
         if kind not in sparse.KINDS:
             raise ValueError(f"kind must be one of {', '.join(sparse.KINDS)}, got {kind!r}")
         self.kind = kind
@@ -255,6 +273,7 @@ class ThresholdHookState:
         named = _trainable(model)
         self.residual = _ByParameter(named, [None] * len(named))
         self.process_group = process_group
+        self.ledger = ledger
 
     def residual_of(self, p: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
         r = self.residual[p]
@@ -288,7 +307,7 @@ def threshold_hook(state: ThresholdHookState, bucket: dist.GradBucket) -> Tensor
     for r, part in zip(residuals, acc.split([g.numel() for g in grads])):
         r.copy_(part)
     numel, device = acc.numel(), acc.device
-    gathered = _all_gather_variable(sparse.encode(state.kind, sent, numel), group)
+    gathered = _all_gather_variable(sparse.encode(state.kind, sent, numel), group, state.ledger)
 
     def aggregate(fut: Future) -> torch.Tensor:
         # Threshold.aggregate: a float32 zero vector, each worker's values added in rank order.

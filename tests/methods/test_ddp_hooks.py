@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from commbench.methods import Worker
-from commbench.methods.comm import SimCommunicator
+from commbench.methods.comm import ByteLedger, SimCommunicator
 from commbench.methods.ddp_hooks import TernGradHookState, ThresholdHookState, terngrad_hook, threshold_hook
 from commbench.methods.terngrad import TernGrad, TernGradParams
 from commbench.methods.threshold import BGT, QGT, WGT, ThresholdParams
@@ -86,17 +86,24 @@ def _run_case(rank: int, case: Case) -> dict:
     model = lenet()
     ddp = DDP(model, bucket_cap_mb=case.bucket_cap_mb)
     owner = ddp if case.state_from_ddp else model
+    ledger = ByteLedger()
     if case.method == "terngrad":
-        state, hook = TernGradHookState(owner, case.terngrad, worker_seed=SEED + rank), terngrad_hook
+        state = TernGradHookState(owner, case.terngrad, worker_seed=SEED + rank, ledger=ledger)
+        hook = terngrad_hook
     else:
-        state, hook = ThresholdHookState(owner, case.method, case.threshold), threshold_hook
+        state, hook = ThresholdHookState(owner, case.method, case.threshold, ledger=ledger), threshold_hook
     names = {id(p): n for n, p in model.named_parameters()}
     local: dict[str, torch.Tensor] = {}
     buckets: list[int] = []
+    shapes: list[tuple[int, int, int]] = []  # per bucket call: ternarized tensors, their elements, float elements
 
     @functools.wraps(hook)  # DDP checks the signature, which inspect follows to the real hook
     def recording(state, bucket):
         buckets.append(bucket.index())
+        if case.method == "terngrad":
+            tern = [p.numel() for p in bucket.parameters() if state.index[p] is not None]
+            floats = [p.numel() for p in bucket.parameters() if state.index[p] is None]
+            shapes.append((len(tern), sum(tern), sum(floats)))
         for p, g in zip(bucket.parameters(), bucket.gradients()):
             local[names[id(p)]] = g.detach().clone().view_as(p)
         return hook(state, bucket)
@@ -113,7 +120,8 @@ def _run_case(rank: int, case: Case) -> dict:
                            "avg": {n: p.grad.detach().clone().numpy() for n, p in model.named_parameters()},
                            "buckets": len(buckets)})
         optimizer.step()
-    return {"iterations": iterations, "step": getattr(state, "step", None)}
+    return {"iterations": iterations, "step": getattr(state, "step", None), "shapes": shapes,
+            "sent": ledger.total_sent(), "received": ledger.total_received()}
 
 
 def _equality_worker(rank: int, port: int, queue) -> None:
@@ -255,3 +263,34 @@ def test_unsupported_settings_fail_at_state_construction():
         ThresholdHookState(model, "topk", 1e-3)
     with pytest.raises(ValueError, match="threshold"):
         ThresholdHookState(model, "wgt", 0.0)
+
+
+@pytest.mark.parametrize("name", [n for n, c in CASES.items() if c.method == "terngrad"])
+def test_the_terngrad_hook_counts_its_bytes_as_the_harness_does(name, ddp_results):
+    """Counted by hand from the buckets DDP handed over: per bucket of T ternarized tensors (n elements) and f
+    float elements, the shared scalers' all_gather (4T bytes out, 4T in from the other rank), the packed trits
+    (ceil(n/4) bytes, or ceil(n/5) in base 3; own scalers travel in front of them) and the floats' all_reduce
+    (4f out, 4f in)."""
+    case = CASES[name]
+    p = case.terngrad
+    per_byte = 4 if p.packing == "2bit" else 5
+    for rank in range(WORLD):
+        result = ddp_results[rank][name]
+        sent = received = 0
+        for tensors, n, f in result["shapes"]:
+            packed = -(-n // per_byte) if n else 0
+            scalers = 4 * tensors
+            payload = packed + (0 if p.scaler_sharing else scalers) if n else 0
+            sent += (scalers if p.scaler_sharing and n else 0) + payload + 4 * f
+            received += (scalers if p.scaler_sharing and n else 0) + (WORLD - 1) * payload + 4 * f
+        assert (result["sent"], result["received"]) == (sent, received), rank
+        assert result["sent"] > 0
+
+
+@pytest.mark.parametrize("name", [n for n, c in CASES.items() if c.method != "terngrad"])
+def test_the_threshold_hook_counts_its_bytes(name, ddp_results):
+    """Two ranks: each sends its padded payload and its 8-byte size per bucket and receives the other's, so
+    what one rank sends the other receives."""
+    sent = [ddp_results[r][name]["sent"] for r in range(WORLD)]
+    received = [ddp_results[r][name]["received"] for r in range(WORLD)]
+    assert sent == received and sent[0] == sent[1] and sent[0] > 8 * CASES[name].iterations
