@@ -33,6 +33,19 @@ class Task(ABC):
     def build_model(self, variant: str, num_classes: int, **options) -> nn.Module:
         """The network; ``options`` are the recipe's model settings (``model.dropout`` -> ``dropout``)."""
 
+    def make_model(self, variant: str, num_classes: int, in_chans: int, options: dict) -> nn.Module:
+        """What a run trains: the task's network (:meth:`build_model`), or with ``options["timm"]`` any timm
+        model by name, for the task's classes and input channels (the record's ``model_options`` names it)."""
+        options = dict(options)
+        name = options.pop("timm", None)
+        if name is None:
+            return self.build_model(variant, num_classes, **options)
+        if options:
+            raise ValueError(f"model options {sorted(options)}: not with model.timm={name} (timm's own defaults)")
+        from .models.timm_models import create
+
+        return create(name, num_classes, in_chans)
+
     def parameter_count(self, variant: str | None = None) -> int:
         """Trainable parameters of the default (or given) variant, built on the meta device (no memory)."""
         with torch.device("meta"):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from .families import IMAGENET_TRAIN, ImageNetTask, decay_mxnet_style, epochs_to_steps
 from .models.imagenet_zoo import resnet50
+from .models.timm_models import mxnet_resnet50_v2
 from .recipe import Cited, assumed, probe_tiers
 
 SSD = "SSD-SGD"
@@ -35,10 +36,11 @@ def _row(per_gpu: int, lr: float, warmup_epochs: int) -> dict:
 class ResNet50ImageNet(ImageNetTask):
     name = "resnet50-imagenet"
     summary = "ResNet-50 on ImageNet (SSD-SGD Sec. 4.3-4.6, Table 2)"
-    # SSD-SGD trained MXNet's symbols/resnet.py, a pre-activation (v2) ResNet-50 with 25,549,486 parameters;
-    # torchvision's v1 (25,557,032) stands in for it, and the record says which variant ran.
-    model_name = "ResNet-50 v1 (torchvision; stands in for SSD-SGD's MXNet pre-activation ResNet-50)"
-    variants = ("torchvision-v1",)
+    # SSD-SGD trained MXNet's symbols/resnet.py, a pre-activation (v2) ResNet-50 with 25,549,486 parameters:
+    # timm's resnetv2_50 with MXNet's input and stem BatchNorms is that network (tasks/models/timm_models.py).
+    # torchvision's v1 (25,557,032), which earlier records ran, stays as a variant.
+    model_name = "ResNet-50 v2 (pre-activation; timm resnetv2_50 + MXNet's input and stem BN, as SSD-SGD's MXNet)"
+    variants = ("mxnet-v2", "torchvision-v1")
     augment = "resnet"
     recipes = {"batch64": _row(64, 0.8, 5), "batch32": _row(32, 0.4, 0)}
     method_defaults = {
@@ -52,7 +54,9 @@ class ResNet50ImageNet(ImageNetTask):
     def build_model(self, variant, num_classes, **options):
         if options:
             raise ValueError(f"model options {sorted(options)}: ResNet-50 has none")
-        return resnet50(num_classes)
+        if variant == "torchvision-v1":
+            return resnet50(num_classes)
+        return mxnet_resnet50_v2(num_classes)
 
     def weight_decay_map(self, model, weight_decay):
         return decay_mxnet_style(model, weight_decay)

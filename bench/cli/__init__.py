@@ -368,6 +368,8 @@ def cmd_list(args) -> int:
                   f"    variants  {', '.join(t.variants)}\n"
                   f"    datasets  {datasets}\n"
                   f"    recipes   {', '.join(t.recipes)}")
+        print("any task: --set model.timm=NAME trains timm's model NAME on the task's data and recipe in place of its "
+              "own network (timm.list_models() names them; the paper tables never match such runs)")
     elif args.what == "methods":
         from commbench.methods import METHODS, param_fields
 

@@ -188,6 +188,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("global_batch", _int(1)),
     Setting("model.variant", _opt_str, field="model_variant"),
     Setting("model.dropout", _float(0, 1), field="model_options"),
+    Setting("model.timm", _opt_str, field="model_options"),  # any timm model by name in place of the task's
     Setting("optimizer.name", _choice(*OPTIMIZERS), field="optimizer"),
     Setting("optimizer.momentum", _float(0, 1), _h(0.0, "harness default (no momentum)"), field="optimizer"),
     Setting("optimizer.momentum_form", _choice("lr_outside", "lr_inside"),
@@ -476,9 +477,22 @@ def resolve(settings: Mapping[str, Any]) -> RunConfig:
         deterministic=values["deterministic"], fail_at_step=values["fail_at_step"],
         data_root=values.get("data_root"), sources=sources, overrides=overrides,
         checkpoint_every=values["checkpoint.every"], step_sleep_s=values["step_sleep_s"], net=values.get("net"),
-        model_options={k.split(".", 1)[1]: values[k] for k in ("model.dropout",) if values.get(k) is not None},
+        model_options=_model_options(values),
         method_version=METHODS[method].version, exchange=exchange, bucket_mb=values["bucket_mb"],
     )
+
+
+def _model_options(values: Mapping[str, Any]) -> dict:
+    """The model settings a run passes to its network. With ``model.timm`` the network is timm's, so the task's
+    own model settings (a recipe's dropout) do not apply."""
+    name = values.get("model.timm")
+    if name:
+        import timm
+
+        if not timm.is_model(name):
+            raise ConfigError(f"model.timm: timm has no model {name!r} (timm.list_models() lists them)")
+        return {"timm": name}
+    return {"dropout": values["model.dropout"]} if values.get("model.dropout") is not None else {}
 
 
 def _method_params(task, recipe_name: str, method: str, settings: Mapping[str, Any]) -> tuple[dict, dict]:

@@ -227,7 +227,8 @@ class Trainer:
 
         # Identical initial weights everywhere: one seed, one construction, copies for local workers.
         torch.manual_seed(cfg.seed)
-        template = task.build_model(cfg.model_variant, self.data.num_classes, **cfg.model_options)
+        template = task.make_model(cfg.model_variant, self.data.num_classes, self.data.input_shape[0],
+                                   cfg.model_options)
         self.models = [copy.deepcopy(template).to(device).train() for _ in comm.local_ranks]
         self.workers = [Worker(rank, dict(m.named_parameters()), make_optimizer(cfg.optimizer, m.parameters()),
                                seed=derive_seed(cfg.seed, rank, 2))
@@ -466,7 +467,7 @@ def serve(cfg: RunConfig, comm: Communicator, checkpoints: Checkpoints | None = 
     task = TASKS[cfg.task]
     data = task.load_data(cfg.dataset, Path(cfg.data_root or "data"), cfg.model_variant)
     torch.manual_seed(cfg.seed)  # the workers' initial weights: the same seed, the same construction
-    template = task.build_model(cfg.model_variant, data.num_classes, **cfg.model_options)
+    template = task.make_model(cfg.model_variant, data.num_classes, data.input_shape[0], cfg.model_options)
     template = template.to(pick_device(cfg, comm))
     method_cls = METHODS[cfg.method]
     params = method_cls.Params(**cfg.method_params)

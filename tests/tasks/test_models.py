@@ -376,6 +376,19 @@ def test_imagenet_zoo_counts():
         assert not any(isinstance(m, nn.BatchNorm2d) for m in vgg11().modules())  # MXNet batch_norm=False
 
 
+def test_ssdsgd_resnet50_v2_is_mxnets_network_through_timm():
+    """timm's resnetv2_50 (25,549,352) plus MXNet's input BN (6) and stem BN (128): MXNet's 25,549,486, with
+    pre-activation bottlenecks 3-4-6-3 and a final BN before pooling."""
+    from commbench.tasks.models.timm_models import mxnet_resnet50_v2
+
+    model = mxnet_resnet50_v2(1000)
+    assert n_params(model) == 25_549_486
+    assert [len(stage.blocks) for stage in model.stages] == [3, 4, 6, 3]
+    assert isinstance(model.stem.bn_data, nn.BatchNorm2d) and model.stem.bn0.num_features == 64
+    assert type(model.stages[0].blocks[0]).__name__ == "PreActBottleneck"
+    assert model(torch.randn(2, 3, 224, 224)).shape == (2, 1000)
+
+
 @pytest.mark.parametrize("ctor", [resnet50, vgg11])
 def test_imagenet_zoo_forward(ctor):
     x = torch.randn(1, 3, 224, 224)

@@ -2,6 +2,8 @@
 steps of training on synthetic data with the baseline and TernGrad (sim, 2 workers)."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from commbench.config import resolve
@@ -25,7 +27,8 @@ def test_list_tasks_shows_models_parameter_counts_and_recipes():
         block = proc.stdout.split(f"{name}: ", 1)[1].split("\n    recipes", 1)
         assert f"{task.parameter_count():,} parameters" in block[0]
         assert ", ".join(task.recipes) in block[1].splitlines()[0]
-    assert "25,557,032 parameters" in proc.stdout and "132,863,336 parameters" in proc.stdout  # torchvision's
+    assert "25,549,486 parameters" in proc.stdout  # SSD-SGD's MXNet ResNet-50 v2, through timm
+    assert "132,863,336 parameters" in proc.stdout  # torchvision's VGG-11
 
 
 def test_nin_weights_are_the_threshold_papers_gradient_count():
@@ -63,3 +66,21 @@ def test_three_steps_on_synthetic_data(task, method, tmp_path):
     assert rec["data"]["synthetic"] is True and rec["data"]["substitute_for"] == TASKS[task].paper_dataset
     assert rec["metrics"]["parameters"] == TASKS[task].parameter_count(cfg.model_variant)
     assert rec["metrics"]["bytes_sent"] > 0
+
+
+def test_any_timm_model_trains_on_a_tasks_data_and_recipe(tmp_path):
+    """``model.timm=resnet18`` in place of LeNet, on 2 real processes: the record names the model, the run id
+    differs from LeNet's, and an unknown name is bad input."""
+    from commbench.config import ConfigError, resolve
+
+    base = ["run", "--task", "lenet-mnist", "--dataset", "synthetic", "--method", "baseline", "--workers", "2",
+            "--steps", "3", "--out", str(tmp_path)]
+    proc = commbench(*base, "--set", "model.timm=resnet18", "--set", "global_batch=16", "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    (record,) = [json.loads(p.read_text()) for p in (tmp_path / "runs").glob("*.json")]
+    assert record["status"] == "done" and record["config"]["model_options"] == {"timm": "resnet18"}
+    assert record["metrics"]["parameters"] == 11_175_370  # timm resnet18, 1 input channel, 10 classes
+    lenet = resolve({"task": "lenet-mnist", "method": "baseline", "dataset": "synthetic"})
+    assert record["run_id"] != lenet.run_id
+    with pytest.raises(ConfigError, match="model.timm: timm has no model 'resnet-nine'"):
+        resolve({"task": "lenet-mnist", "method": "baseline", "model.timm": "resnet-nine"})

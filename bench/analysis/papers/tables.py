@@ -38,7 +38,9 @@ def superseded(record: dict) -> str | None:
 def build(which: str, results: Path, paper_dir: Path = PAPER_DIR) -> list[Cell]:
     """Every reference row of the paper(s) with its reproduction from the records below ``results``. Records of
     an older version of their method are left out; a row only they would fill says so."""
-    records = [r for r in iter_records(results) if isinstance(r.get("config"), dict)]
+    # a run of a timm model (model.timm) is the user's own experiment, never a paper's network
+    records = [r for r in iter_records(results) if isinstance(r.get("config"), dict)
+               and not (r["config"].get("model_options") or {}).get("timm")]
     current = [r for r in records if superseded(r) is None]
     analogues = load_analogues(paper_dir)
     cells = []
