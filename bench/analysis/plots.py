@@ -1,13 +1,16 @@
-"""Figures from the stored records (seaborn): what the papers plot, redrawn from our runs.
+"""Figures from the stored records (seaborn): for any results folder, every method of a setting (accuracy
+against bytes sent, workers and training time, with error bars over seeds; loss curves; throughput); with
+``--paper`` also what the papers plot, redrawn from the runs of their experiments.
 
 A figure is one experiment: it sweeps a few settings (the x-axis and the lines) and holds every other setting
 fixed, so runs of different lengths, batches or data never share a figure. Each figure declares the settings
 that must be equal across it (``fixed``); the records are split on them, and the file is named after the
-figure, the task and those settings (``accuracy-vs-bytes_lenet-mnist_fashion-mnist_w8_sim_b128_s1000_momentum``),
+figure, the task and those settings (``bytes-accuracy_lenet-mnist_fashion-mnist_w8_sim_b128_s1000_momentum``),
 so a name always means the same experiment whatever else is in the results folder. Where runs of one method
 differ in other method parameters (TernGrad without clipping beside TernGrad), each variant is its own line.
 
-Accuracy figures leave out synthetic-data runs (their accuracy means nothing); throughput figures take only
+Accuracy is a fraction of the test set (0-1), as in the records and tables. Accuracy figures leave out
+synthetic-data runs (their accuracy means nothing); throughput figures take only
 real processes (``dist``), since simulated workers share one process. Each figure is written as PNG and PDF,
 byte-for-byte reproducible: no timestamps in the files, runs sorted before plotting.
 """
@@ -24,6 +27,7 @@ import pandas as pd
 from commbench.store.records import Status, iter_records
 
 THRESHOLD_METHODS = ("wgt", "bgt", "qgt")
+TOP1 = "top-1 accuracy (fraction of the test set)"  # one unit everywhere: the records' own
 # how a fixed setting appears in a file name: column -> prefix (in this order)
 NAME_PARTS = (("dataset", ""), ("workers", "w"), ("backend", ""), ("global_batch", "b"), ("batch_per_worker", "pw"),
               ("steps", "s"), ("optimizer", ""), ("recipe", ""), ("net", ""))
@@ -46,7 +50,7 @@ def runs_frame(results: Path) -> pd.DataFrame:
             "optimizer": (cfg.get("optimizer") or {}).get("name"), "params": json.dumps(params, sort_keys=True),
             "threshold": params.get("threshold"), "k": params.get("k"), "warmup": params.get("warmup"),
             "local_rule": params.get("local_rule"), "net": (r.get("env") or {}).get("net") or "",
-            "top1": 100.0 * m["top1"], "gb_sent": (m.get("bytes_sent") or 0) / 1e9,
+            "top1": m["top1"], "gb_sent": (m.get("bytes_sent") or 0) / 1e9,
             "gb_paper": (m["paper_bytes"] / 1e9) if m.get("paper_bytes") is not None else None,
             "images_per_s": m.get("images_per_s"), "history": r.get("history") or [],
         })
@@ -99,7 +103,7 @@ def _accuracy_vs_bytes(ax, frame: pd.DataFrame) -> bool:
         ax.annotate(f"{row['threshold']:g}", (row["gb_sent"], row["top1"]), fontsize=6, alpha=0.7,
                     textcoords="offset points", xytext=(3, 3))
     ax.set_xscale("log")
-    ax.set(xlabel="GB sent by all workers, on the wire (log)", ylabel="top-1 accuracy (%)")
+    ax.set(xlabel="GB sent by all workers, on the wire (log)", ylabel=TOP1)
     return True
 
 
@@ -115,7 +119,7 @@ def _accuracy_vs_workers(ax, frame: pd.DataFrame) -> bool:
     ax.legend(fontsize=7)
     backends = "; ".join(f"{b} at {', '.join(str(int(w)) for w in sorted(g['workers'].unique()))}"
                          for b, g in data.groupby("backend", sort=True))
-    ax.set(xlabel=f"workers (log2; {backends})", ylabel="top-1 accuracy (%)")
+    ax.set(xlabel=f"workers (log2; {backends})", ylabel=TOP1)
     return True
 
 
@@ -132,7 +136,7 @@ def _accuracy_vs_delay(ax, frame: pd.DataFrame) -> bool:
                  hue_order=sorted(ssd["local_rule"].unique()), style_order=sorted(ssd["local_rule"].unique()), ax=ax)
     _baseline_line(ax, frame)
     ax.legend(fontsize=7)
-    ax.set(xlabel="delay steps k", ylabel="top-1 accuracy (%)")
+    ax.set(xlabel="delay steps k", ylabel=TOP1)
     return True
 
 
@@ -152,7 +156,7 @@ def _accuracy_vs_warmup(ax, frame: pd.DataFrame) -> bool:
                  errorbar="sd", hue_order=rules, style_order=rules, ax=ax)
     _baseline_line(ax, frame)
     ax.legend(fontsize=7)
-    ax.set(xlabel=f"warm-up iterations (synchronous SGD before the delay; k = {k:g})", ylabel="top-1 accuracy (%)")
+    ax.set(xlabel=f"warm-up iterations (synchronous SGD before the delay; k = {k:g})", ylabel=TOP1)
     return True
 
 
@@ -200,7 +204,60 @@ def _real_data(f: pd.DataFrame) -> pd.DataFrame:
     return f[~f["synthetic"]]
 
 
+def _all_methods_vs_bytes(ax, frame: pd.DataFrame) -> bool:
+    """Every method (and parameter choice) of one setting: mean top-1 against mean bytes sent, with error bars
+    of one standard deviation over its seeds (where it has 2 or more)."""
+    data = frame.assign(line=variant_labels(frame))
+    if data["line"].nunique() < 2:
+        return False
+    for i, (label, group) in enumerate(data.groupby("line", sort=True)):
+        n = len(group)
+        ax.errorbar(group["gb_sent"].mean(), group["top1"].mean(),
+                    xerr=group["gb_sent"].std() if n > 1 else None, yerr=group["top1"].std() if n > 1 else None,
+                    fmt="o", capsize=3, color=f"C{i % 10}", label=f"{label} (n={n})")
+    if (data["gb_sent"] > 0).all():
+        ax.set_xscale("log")
+    ax.legend(fontsize=6)
+    ax.set(xlabel="GB sent by all workers (log; error bars: 1 std over seeds)", ylabel=TOP1)
+    return True
+
+
+def _accuracy_vs_time(ax, frame: pd.DataFrame) -> bool:
+    """Top-1 at each evaluation against the training time elapsed, one line per run."""
+    import seaborn as sns
+
+    labels = variant_labels(frame)
+    points = [{"training time (s)": h["train_s"], "top-1": h["top1"], "line": labels[i], "run": row["run_id"]}
+              for i, row in frame.iterrows() for h in row["history"]
+              if isinstance(h.get("train_s"), (int, float)) and isinstance(h.get("top1"), (int, float))]
+    if len({p["run"] for p in points}) < 2 or len(points) < 4:
+        return False
+    sns.lineplot(data=pd.DataFrame(points), x="training time (s)", y="top-1", hue="line", units="run",
+                 estimator=None, marker="o", lw=0.9, ax=ax)
+    ax.legend(fontsize=6)
+    ax.set(ylabel=TOP1)
+    return True
+
+
+SETTING = ("task", "dataset", "workers", "backend", "steps", "global_batch", "optimizer", "recipe", "net")
+# the figures of any results folder: every method of a setting
 FIGURES = [
+    Figure("bytes-accuracy", "Accuracy vs bytes sent, every method",
+           SETTING, _real_data, _all_methods_vs_bytes),
+    Figure("workers-accuracy", "Accuracy vs workers, every method",
+           ("task", "dataset", "steps", "global_batch", "optimizer", "recipe", "net"), _real_data,
+           _accuracy_vs_workers),
+    Figure("time-accuracy", "Accuracy vs training time",
+           SETTING, _real_data, _accuracy_vs_time),
+    Figure("training-curves", "Training loss",
+           ("task", "dataset", "workers", "backend", "steps", "global_batch", "optimizer", "net"),
+           lambda f: f, _training_curves),
+    Figure("throughput-vs-workers", "Throughput vs workers",
+           ("task", "dataset", "steps", "batch_per_worker", "optimizer", "net"),
+           lambda f: f[f["backend"] == "dist"], _throughput_vs_workers),
+]
+# the papers' own figures, redrawn from the runs of their experiments (commbench plot --paper)
+PAPER_FIGURES = [
     Figure("accuracy-vs-bytes", "Accuracy vs bytes sent (threshold paper Figs. 3, 5, 7)",
            ("task", "dataset", "workers", "backend", "steps", "global_batch", "optimizer", "net"),
            lambda f: _real_data(f)[lambda d: d["method"].isin(THRESHOLD_METHODS + ("baseline",))], _accuracy_vs_bytes),
@@ -213,12 +270,6 @@ FIGURES = [
     Figure("accuracy-vs-warmup", "Accuracy vs warm-up length (SSD-SGD Fig. 4)",
            ("task", "dataset", "workers", "steps", "global_batch", "optimizer", "net"),
            lambda f: _real_data(f)[lambda d: d["method"].isin(("baseline", "ssdsgd"))], _accuracy_vs_warmup),
-    Figure("training-curves", "Training loss",
-           ("task", "dataset", "workers", "backend", "steps", "global_batch", "optimizer", "net"),
-           _real_data, _training_curves),
-    Figure("throughput-vs-workers", "Throughput vs workers",
-           ("task", "dataset", "steps", "batch_per_worker", "optimizer", "net"),
-           lambda f: f[f["backend"] == "dist"], _throughput_vs_workers),
 ]
 
 
@@ -243,8 +294,10 @@ def _subtitle(key: dict) -> str:
     return " ".join(s for s in shown[:2] if s) + (", " + ", ".join(rest) if rest else "")
 
 
-def plot_all(results: Path, out: Path, model: Callable | None = None, formats=("png", "pdf")) -> list[Path]:
-    """Every figure the records support, one per experiment; returns the files written (sorted)."""
+def plot_all(results: Path, out: Path, model: Callable | None = None, formats=("png", "pdf"),
+             paper: bool = False) -> list[Path]:
+    """Every figure the records support, one per setting; with ``paper`` the papers' figures too. Returns the
+    files written (sorted)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -263,7 +316,7 @@ def plot_all(results: Path, out: Path, model: Callable | None = None, formats=("
         rows = comparison(results)
         for column in ("modelled_images_per_s", "loopback_modelled_images_per_s"):
             frame[column] = frame["run_id"].map({row["run_id"]: row[column] for row in rows})
-    for figure in FIGURES:
+    for figure in FIGURES + (PAPER_FIGURES if paper else []):
         selected = figure.select(frame)
         if selected.empty:
             continue

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import html
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -85,25 +86,36 @@ def network_blocks(results: Path) -> list[Block]:
             Block("table", header=header, body=body)]
 
 
-def blocks(results: Path, figures_dir: Path) -> list[Block]:
+def is_campaign(results: Path) -> bool:
+    """A folder of the project's reproduction campaign (or the results folder holding it): its report is about
+    the papers."""
+    results = Path(results)
+    return results.name in ("campaign", "campaign-previous") or (results / "campaign" / "runs").is_dir()
+
+
+def blocks(results: Path, figures_dir: Path, paper: bool = False) -> list[Block]:
+    """The user's runs first (their table and figures); the paper tables, the performance models and the
+    papers' figures with ``paper`` (always for the campaign's folder)."""
+    paper = paper or is_campaign(results)
     n, digest = record_digest(results)
+    inputs = " and the papers' reference values in `results/paper/`" if paper else ""
     out = [Block("h1", "commbench report"),
-           Block("p", f"Regenerated from {n} run records under `{results}` (content hash {digest}) and the papers' "
-                      "reference values in `results/paper/`. Regenerate with `commbench report`.")]
+           Block("p", f"Regenerated from {n} run records under `{results}` (content hash {digest}){inputs}. "
+                      f"Regenerate with `commbench report --results {results}{' --paper' if paper else ''}`.")]
     frame = comparison(records_frame(results))
     out.append(Block("h2", "All runs"))
     out.append(_table_block(COLUMNS, frame.to_dict("records")) if not frame.empty else Block("p", "(no records)"))
 
-    out.append(Block("h2", "Paper tables"))
-    out.append(Block("p", LEGEND))
-    for (paper, source), group in sections(rows(build("all", results))):  # in each paper's own order
-        done = sum(r["reproduced"] != MISSING for r in group)
-        out.append(Block("h3", f"{PAPERS[paper]}: {source} ({done} of {len(group)} reproduced)"))
-        out.append(_table_block(*layout(group)))
-
-    out += model_blocks()
+    if paper:
+        out.append(Block("h2", "Paper tables"))
+        out.append(Block("p", LEGEND))
+        for (paper_name, source), group in sections(rows(build("all", results))):  # in each paper's own order
+            done = sum(r["reproduced"] != MISSING for r in group)
+            out.append(Block("h3", f"{PAPERS[paper_name]}: {source} ({done} of {len(group)} reproduced)"))
+            out.append(_table_block(*layout(group)))
+        out += model_blocks()
     out += network_blocks(results)
-    figures = plot_all(results, figures_dir, formats=("png", "pdf"))
+    figures = plot_all(results, figures_dir, formats=("png", "pdf"), paper=paper)
     out.append(Block("h2", "Figures"))
     if not figures:
         out.append(Block("p", "(no records to plot)"))
@@ -137,23 +149,31 @@ def to_markdown(items: list[Block], base: Path) -> str:
     return "\n".join(lines)
 
 
+def _inline_html(text: str) -> str:
+    """Markdown's inline code (`x`) and bold (**x**) as HTML; everything else escaped."""
+    escaped = html.escape(text)
+    escaped = re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped)
+    return re.sub(r"\*\*([^*]+)\*\*", r"<b>\1</b>", escaped)
+
+
 def to_html(items: list[Block]) -> str:
     """One page, figures embedded as data URIs, so it can be mailed or attached as it is."""
     parts = ["<!DOCTYPE html>", "<html><head><meta charset='utf-8'><title>commbench report</title>",
              "<style>body{font-family:sans-serif;max-width:1200px;margin:2em auto;padding:0 1em}"
              "table{border-collapse:collapse;font-size:12px;margin-bottom:1.5em}"
              "td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}th{background:#f3f3f3}"
-             "img{max-width:100%}</style></head><body>"]
+             "img{max-width:100%}code{background:#f3f3f3;padding:0 2px}</style></head><body>"]
     for b in items:
         if b.kind in ("h1", "h2", "h3"):
             parts.append(f"<{b.kind}>{html.escape(b.text)}</{b.kind}>")
         elif b.kind == "p":
-            parts.append(f"<p>{html.escape(b.text)}</p>")
+            parts.append(f"<p>{_inline_html(b.text)}</p>")
         elif b.kind == "pre":
             parts.append(f"<pre>{html.escape(b.text)}</pre>")
         elif b.kind == "table":
             head = "".join(f"<th>{html.escape(c)}</th>" for c in b.header)
-            body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in b.body)
+            body = "".join("<tr>" + "".join(f"<td>{_inline_html(c)}</td>" for c in row) + "</tr>"
+                           for row in b.body)
             parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
         elif b.kind == "image":
             data = base64.b64encode(b.path.read_bytes()).decode()
@@ -163,12 +183,12 @@ def to_html(items: list[Block]) -> str:
     return "\n".join(parts) + "\n"
 
 
-def write_report(results: Path, out: Path) -> list[Path]:
+def write_report(results: Path, out: Path, paper: bool = False) -> list[Path]:
     """report.md, report.html and figures/ under ``out``; returns the files written."""
     from commbench.store.records import atomic_write
 
     out.mkdir(parents=True, exist_ok=True)
-    items = blocks(results, out / "figures")
+    items = blocks(results, out / "figures", paper)
     md, page = out / "report.md", out / "report.html"
     atomic_write(md, to_markdown(items, out))
     atomic_write(page, to_html(items))

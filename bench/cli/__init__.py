@@ -6,12 +6,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from commbench.config import ConfigError, RunConfig, parse_set, resolve, run_flags
+from commbench.config import ConfigError, RunConfig, describe, parse_set, resolve, run_flags
 from commbench.cli import model as model_command
 from commbench.store.records import Status
 
 GRIDS_DIR = Path(__file__).resolve().parent.parent / "grids"
 DATA_SETS = ("mnist", "fashion-mnist", "cifar10", "cifar10-jpeg")
+# a user's runs go here unless told otherwise: not results/, which holds what the project commits
+DEFAULT_RESULTS = "local-results"
 from commbench.launch.sweep import EXIT_INTERRUPTED  # noqa: E402  (75: a checkpoint signal stopped it; resumable)
 
 
@@ -42,55 +44,63 @@ def build_parser() -> Parser:
             groups[group] = run.add_mutually_exclusive_group()
         target = groups[group] if group else run
         target.add_argument(flag, dest=setting.key, **options)
-    run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
-    run.add_argument("--out", default="results")
+    run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                     help="any setting, e.g. lr_schedule.base_lr=0.05 or method.clip=0 (docs/contract.md lists them)")
+    results_option(run)
+    run.add_argument("--dry-run", action="store_true",
+                     help="print the resolved configuration, each value with its source, and the run id; run and "
+                          "write nothing")
     run.add_argument("--force", action="store_true", help="run again even if a done record exists")
     run.add_argument("--save-weights", action="store_true", help="also save worker 0's final weights")
     run.add_argument("--quiet", action="store_true", help="no progress output")
 
     sweep = sub.add_parser("sweep", help="run every configuration of a grid file")
-    sweep.add_argument("grid")
-    sweep.add_argument("--launcher", choices=["local", "slurm"], default="local")
+    sweep.add_argument("grid", help="a grid file (commbench list grids shows the project's)")
+    sweep.add_argument("--launcher", choices=["local", "slurm"], default="local", help="where the runs execute")
     sweep.add_argument("--profile", help="slurm: cluster profile, a name in slurm/profiles/ or a path "
                                          "(default: the grid's slurm.profile)")
     sweep.add_argument("--wait", action="store_true", help="slurm: block until every run has a record")
-    sweep.add_argument("--out", default="results")
-    sweep.add_argument("--dry-run", action="store_true")
-    sweep.add_argument("--data-root")
+    results_option(sweep)
+    sweep.add_argument("--dry-run", action="store_true", help="list the runs (and their Slurm shape); run nothing")
+    sweep.add_argument("--data-root", help="where the runs read data (default: each run's data_root, else data/)")
     sweep.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                        help="a setting for every run of the grid (not one of its axes), e.g. steps=500")
     sweep.add_argument("--only", action="append", default=[], metavar="AXIS=V1,V2",
                        help="run only the runs whose AXIS takes one of these values (a part of a long campaign)")
-    sweep.add_argument("--quiet", action="store_true")
+    sweep.add_argument("--quiet", action="store_true", help="no progress output")
     sweep.add_argument("--max-runs", type=int, default=None, metavar="N",
                        help="allow a grid of more than 10,000 runs (the product of its axes), up to N")
 
     status = sub.add_parser("status", help="each stored run and its state")
-    status.add_argument("--out", default="results")
+    results_option(status)
     status.add_argument("--grid", help="also list this grid's runs that have no record yet (what is left)")
     status.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="as for sweep")
     status.add_argument("--only", action="append", default=[], metavar="AXIS=V1,V2", help="as for sweep")
     status.add_argument("--max-runs", type=int, default=None, metavar="N", help="as for sweep")
 
     table = sub.add_parser("table", help="comparison table from the stored records")
-    table.add_argument("--results", default="results")
+    results_option(table, alias=False)
     table.add_argument("--paper", choices=["terngrad", "threshold", "ssdsgd", "all"],
                        help="rebuild a paper's tables: its values beside the reproduced ones")
     table.add_argument("--format", choices=["md", "csv", "json", "latex"], default="md",
                        help="md: a table to read; csv, json: plain numbers, units in the column names, top-1 as a "
                             "fraction (default: %(default)s)")
-    table.add_argument("--out")
+    table.add_argument("--out", help="write the table to this file (default: print it)")
     table.add_argument("--target", type=float, metavar="TOP1",
                        help="time to accuracy: seconds until a run first reaches this top-1 (a fraction, e.g. 0.85); "
                             "default: the setting's baseline's final top-1 minus 0.005")
 
     plot = sub.add_parser("plot", help="figures from the stored records (PNG and PDF)")
-    plot.add_argument("--results", default="results")
-    plot.add_argument("--out", default="results/figures")
+    results_option(plot, alias=False)
+    plot.add_argument("--out", help="folder for the figures (default: RESULTS/figures)")
+    plot.add_argument("--paper", action="store_true", help="also the papers' own figures (accuracy and speed "
+                                                            "against the published curves)")
 
     report = sub.add_parser("report", help="every table and figure in one markdown report and HTML page")
-    report.add_argument("--results", default="results")
-    report.add_argument("--out", default="results/report")
+    results_option(report, alias=False)
+    report.add_argument("--out", help="folder for report.md, report.html and figures (default: RESULTS/report)")
+    report.add_argument("--paper", action="store_true", help="also the paper tables and figures (always on for "
+                                                             "a folder of the campaign's records)")
 
     model_command.add_parser(sub)
 
@@ -102,8 +112,16 @@ def build_parser() -> Parser:
     data.add_argument("--quiet", action="store_true", help="print nothing; the exit status says it all")
 
     lst = sub.add_parser("list", help="tasks, methods or grids")
-    lst.add_argument("what", choices=["tasks", "methods", "grids"])
+    lst.add_argument("what", choices=["tasks", "methods", "grids"], help="what to list")
     return p
+
+
+def results_option(parser: argparse.ArgumentParser, alias: bool = True) -> None:
+    """The results folder, one name everywhere (``--out`` stays an alias where it named it before)."""
+    names = ["--results", "--out"] if alias else ["--results"]
+    parser.add_argument(*names, dest="results", default=DEFAULT_RESULTS, metavar="DIR",
+                        help="the results folder: runs/ (records), logs/, checkpoints/, slurm/ "
+                             "(default: %(default)s; the project's committed campaign is results/campaign)")
 
 
 def run_settings(args) -> dict:
@@ -122,9 +140,12 @@ def cmd_run(args) -> int:
     from commbench.launch.preflight import check_runs
 
     cfg = resolve(run_settings(args))
-    check_runs([cfg], args.out)
+    if args.dry_run:
+        print(describe(cfg))
+        return 0
+    check_runs([cfg], args.results)
     try:
-        result = execute(cfg, Path(args.out), force=args.force, save_weights=args.save_weights,
+        result = execute(cfg, Path(args.results), force=args.force, save_weights=args.save_weights,
                          show_progress=not args.quiet)
     except RankFailed as exc:  # one process of a torchrun/srun launch: exit 1 so the launcher stops the rest
         print(f"commbench: {cfg.run_id}: failed: {exc}", file=sys.stderr)
@@ -194,7 +215,7 @@ def cmd_sweep(args) -> int:
     if not args.dry_run:
         from commbench.launch.preflight import check_runs
 
-        check_runs(runs, args.out, local=args.launcher == "local")
+        check_runs(runs, args.results, local=args.launcher == "local")
     profile = None
     if args.launcher == "slurm":
         from commbench.launch.profile import load_profile, run_shape
@@ -213,25 +234,26 @@ def cmd_sweep(args) -> int:
         from commbench.launch.slurm import SubmitError, submit, wait
 
         try:
-            submitted = submit(runs, Path(args.out), profile, grid.name)
+            submitted = submit(runs, Path(args.results), profile, grid.name)
         except SubmitError as exc:
             print(f"commbench: error: {exc}", file=sys.stderr)
             return 1
         if not args.wait:
             if submitted:
-                print(f"jobs submitted; follow them with: commbench status --out {args.out}", file=sys.stderr)
+                print(f"jobs submitted; follow them with: commbench status --results {args.results}",
+                      file=sys.stderr)
             return 0
-        return wait(Path(args.out), [c.run_id for c in runs], show_progress=not args.quiet)
+        return wait(Path(args.results), [c.run_id for c in runs], show_progress=not args.quiet)
     from commbench.launch.sweep import run_local_sweep
 
-    return run_local_sweep(runs, Path(args.out), show_progress=not args.quiet)
+    return run_local_sweep(runs, Path(args.results), show_progress=not args.quiet)
 
 
 def cmd_status(args) -> int:
     from commbench.launch.queue import queue_states, reconcile, record_is_current, submissions
     from commbench.store.records import iter_records
 
-    out = Path(args.out)
+    out = Path(args.results)
     records = {r["run_id"]: r for r in iter_records(out)}
     notes = submissions(out)
     states = queue_states([n["job_id"] for n in notes.values()]) if notes else {}
@@ -245,7 +267,7 @@ def cmd_status(args) -> int:
         notes = {k: v for k, v in notes.items() if k in ids}
         todo = [c for c in wanted if c.run_id not in notes and c.run_id not in records]
     if not records and not notes and not todo:
-        print(f"no records under {args.out}")
+        print(f"no records under {args.results}")
         return 0
     counts: dict[str, int] = {}
     for run_id in sorted(set(records) | set(notes)):
@@ -311,7 +333,7 @@ def cmd_plot(args) -> int:
 
     if not Path(args.results).is_dir():
         raise ConfigError(f"--results {args.results}: no such folder")
-    written = plot_all(Path(args.results), Path(args.out))
+    written = plot_all(Path(args.results), Path(args.out or Path(args.results) / "figures"), paper=args.paper)
     for path in written:
         print(path)
     if not written:
@@ -324,7 +346,7 @@ def cmd_report(args) -> int:
 
     if not Path(args.results).is_dir():
         raise ConfigError(f"--results {args.results}: no such folder")
-    for path in write_report(Path(args.results), Path(args.out)):
+    for path in write_report(Path(args.results), Path(args.out or Path(args.results) / "report"), paper=args.paper):
         print(path)
     return 0
 

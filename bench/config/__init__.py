@@ -460,6 +460,10 @@ def resolve(settings: Mapping[str, Any]) -> RunConfig:
 
     sources = {k: src for k, (_v, src) in layered.items()}
     sources.update(method_sources)
+    # the values resolve chose itself (not from a recipe): say so
+    sources.setdefault("dataset", f"task default: the paper's data set ({task.paper_dataset})")
+    sources.setdefault("recipe", "task default: its first recipe")
+    sources.setdefault("model.variant", "task default: its first variant")
     # Every departure from the published recipe, whether by tier or by the user, is visible in the record.
     recipe_keys = set(task.recipes[recipe_name]) | set(overlay) | set(task.tiers.get(tier, {}))
     overrides = {k: {"paper": paper[k].value if k in paper else None, "used": values[k], "by": sources[k]}
@@ -519,3 +523,30 @@ def _method_params(task, recipe_name: str, method: str, settings: Mapping[str, A
     except (TypeError, ValueError) as exc:  # the Params messages begin with the parameter's name
         raise ConfigError(f"method.{exc} (method {method})") from None
     return params, sources
+
+
+def describe(cfg: RunConfig) -> str:
+    """The resolved configuration as ``commbench run --dry-run`` prints it: the run id, then every setting and
+    method parameter with its value and where the value came from."""
+    d = cfg.to_dict()
+    lines = [f"run id     {cfg.run_id}"]
+    for s in SETTINGS:
+        if s.key == "epochs":
+            continue  # resolved into steps
+        field_value = d.get(s.config_field)
+        inner = s.key.split(".", 1)[1] if "." in s.key else None
+        if s.config_field == "model_options":
+            value = field_value.get(inner) if isinstance(field_value, dict) else None
+        elif inner is not None and isinstance(field_value, dict):
+            value = field_value.get(inner)
+        else:
+            value = field_value
+        lines.append(f"{s.key:28s} {value!s:22s} {cfg.sources.get(s.key, '')}")
+    for name, value in cfg.method_params.items():
+        key = f"method.{name}"
+        lines.append(f"{key:28s} {value!s:22s} {cfg.sources.get(key, '')}")
+    lines.append(f"{'method_version':28s} {cfg.method_version!s:22s} {cfg.method}'s computation version")
+    if cfg.overrides:
+        lines.append("departs from the published recipe: " + ", ".join(
+            f"{k} {o['paper']} -> {o['used']} ({o['by']})" for k, o in cfg.overrides.items()))
+    return "\n".join(lines)

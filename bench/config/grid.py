@@ -4,8 +4,8 @@ An axis may tie several settings together: its key names them, comma-separated, 
 list with one value per name (``"workers, global_batch": [[2, 256], [4, 512]]``): the settings move together
 instead of multiplying.
 
-A method parameter on an axis (``method.clip``) applies only to runs whose method has it; runs that resolve
-to the same configuration (the same run id) are kept once. Every run is resolved before anything runs, so
+A method parameter on an axis or in ``base`` (``method.clip``) applies only to runs whose method has it; runs
+that resolve to the same configuration (the same run id) are kept once. Every run is resolved before anything runs, so
 one bad value anywhere stops the whole sweep with exit 2 and nothing written.
 """
 from __future__ import annotations
@@ -133,14 +133,15 @@ def expand(grid: Grid, max_runs: int = MAX_RUNS) -> list[RunConfig]:
             for key in [k for k in settings if k.startswith("method.")]:
                 if key.split(".", 1)[1] in has:
                     used_params.add(key)
-                elif key in axis_settings:  # the axis applies only to methods that know the parameter
+                elif key in axis_settings or key in grid.base:  # applies only to methods that know it
                     del settings[key]
         try:
             cfg = resolve(settings)
         except ConfigError as exc:
             raise ConfigError(f"{grid.path}: {exc}") from None
         runs.setdefault(cfg.run_id, cfg)
-    for key in sorted(axis_settings):
+    for key in sorted(axis_settings | set(grid.base)):
         if key.startswith("method.") and key not in used_params:
-            raise ConfigError(f"{grid.path}: axis {key!r}: no method of this grid has that parameter")
+            where = "axis" if key in axis_settings else "base setting"
+            raise ConfigError(f"{grid.path}: {where} {key!r}: no method of this grid has that parameter")
     return list(runs.values())

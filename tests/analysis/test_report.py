@@ -51,9 +51,11 @@ def small_results(root):
 
 def test_each_figure_is_drawn_when_the_records_support_it(tmp_path):
     small_results(tmp_path / "results")
-    names = {p.name for p in plot_all(tmp_path / "results", tmp_path / "figures")}
+    names = {p.name for p in plot_all(tmp_path / "results", tmp_path / "figures", paper=True)}
     # one experiment each, named after the settings held fixed (the 2-worker runs: 10,000 steps, batch 64)
-    for stem in ("accuracy-vs-bytes_lenet-mnist_mnist_w2_dist_b64_s10000_momentum",
+    for stem in ("bytes-accuracy_lenet-mnist_mnist_w2_dist_b64_s10000_momentum",  # every method of the setting
+                 "workers-accuracy_lenet-mnist_mnist_b64_s10000_momentum",
+                 "accuracy-vs-bytes_lenet-mnist_mnist_w2_dist_b64_s10000_momentum",  # the papers' (--paper)
                  "accuracy-vs-workers_lenet-mnist_mnist_b64_s10000_momentum",
                  "accuracy-vs-delay_lenet-mnist_mnist_w2_b64_s10000_momentum",
                  "training-curves_lenet-mnist_mnist_w2_dist_b64_s10000_momentum",
@@ -61,7 +63,9 @@ def test_each_figure_is_drawn_when_the_records_support_it(tmp_path):
         assert {f"{stem}.png", f"{stem}.pdf"} <= names, stem
     # the throughput sweep's runs (20 steps, 8 per worker) are not in the 10,000-step accuracy figures
     assert not any("s20" in n for n in names if not n.startswith(("throughput", "training")))
-    assert len(names) == 2 * 7  # and the 1- and 4-worker runs' training curves: 2 runs each
+    mine = {p.name for p in plot_all(tmp_path / "results", tmp_path / "only-mine")}
+    assert mine < names  # without --paper: the same figures less the papers' own
+    assert not any(n.startswith(("accuracy-vs-bytes", "accuracy-vs-delay", "accuracy-vs-workers")) for n in mine)
     (tmp_path / "empty").mkdir()
     assert plot_all(tmp_path / "empty", tmp_path / "none") == []
 
@@ -69,10 +73,10 @@ def test_each_figure_is_drawn_when_the_records_support_it(tmp_path):
 def test_deleting_every_generated_file_and_running_again_gives_the_same_report(tmp_path):
     small_results(tmp_path / "results")
     out = tmp_path / "report"
-    write_report(tmp_path / "results", out)
+    write_report(tmp_path / "results", out, paper=True)
     first = {p.relative_to(out): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
     shutil.rmtree(out)
-    write_report(tmp_path / "results", out)
+    write_report(tmp_path / "results", out, paper=True)
     second = {p.relative_to(out): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
     assert first.keys() == second.keys() and first == second
     md = first[out.relative_to(out) / "report.md"].decode()
@@ -96,7 +100,7 @@ def test_plot_and_report_commands(tmp_path):
     small_results(tmp_path / "results")
     proc = commbench("plot", "--results", str(tmp_path / "results"), "--out", str(tmp_path / "figs"))
     assert proc.returncode == 0, proc.stderr
-    assert str(tmp_path / "figs" / "accuracy-vs-workers_lenet-mnist_mnist_b64_s10000_momentum.pdf") \
+    assert str(tmp_path / "figs" / "workers-accuracy_lenet-mnist_mnist_b64_s10000_momentum.pdf") \
         in proc.stdout.splitlines()
     proc = commbench("report", "--results", str(tmp_path / "results"), "--out", str(tmp_path / "rep"))
     assert proc.returncode == 0, proc.stderr
@@ -160,3 +164,33 @@ def test_a_parameter_server_run_is_priced_by_its_busiest_links(tmp_path):
     [row] = comparison(root)
     assert row["network_term"] == "PS links (ledger)"
     assert row["modelled_images_per_s"] == pytest.approx(16 / (0.5 + 1.5e9 / 1.25e8 / 4))
+
+
+def test_a_users_report_puts_their_runs_first_and_the_papers_only_when_asked(tmp_path):
+    small_results(tmp_path / "results")
+    write_report(tmp_path / "results", tmp_path / "mine")
+    md = (tmp_path / "mine" / "report.md").read_text()
+    assert "## All runs" in md and "Paper tables" not in md and "bytes-accuracy" in md
+    page = (tmp_path / "mine" / "report.html").read_text()
+    assert "<code>" in page and "`" not in page.split("<body>")[1]  # inline code rendered, not shown raw
+
+
+def test_error_bars_over_seeds_in_the_every_method_figure(tmp_path):
+    """Three methods of one setting with two seeds each: one point per method, with error bars."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from commbench.analysis.plots import _all_methods_vs_bytes, runs_frame
+
+    for method, top1, sent in (("baseline", 0.98, 1000), ("terngrad", 0.97, 100), ("bgt", 0.95, 10)):
+        for seed in (1, 2):
+            write_record(tmp_path, f"{method}-{seed}", method=method, seed=seed, top1=top1 + seed / 1000,
+                         bytes_sent=sent * seed)
+    fig, ax = plt.subplots()
+    assert _all_methods_vs_bytes(ax, runs_frame(tmp_path))
+    bars = [c for c in ax.containers if c.has_yerr]
+    assert len(bars) == 3 and {t.get_text().split(" (")[0] for t in ax.get_legend().get_texts()} == \
+        {"baseline", "terngrad", "bgt"}
+    plt.close(fig)

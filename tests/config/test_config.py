@@ -168,3 +168,17 @@ def test_settings_declared_out_of_the_id_leave_it_alone(key, value):
 def test_settings_declared_in_the_id_change_it(key, value):
     base = {"task": "lenet-mnist", "method": "baseline", "dataset": "synthetic", "device": "auto"}
     assert resolve({**base, key: value}).run_id != resolve(base).run_id
+
+
+def test_a_method_parameter_in_base_applies_to_the_methods_that_have_it(tmp_path):
+    from commbench.config.grid import expand, load_grid
+
+    grid = tmp_path / "g.yaml"
+    grid.write_text("base: {task: lenet-mnist, dataset: synthetic, method.threshold: 0.01, method.clip: 0}\n"
+                    "axes: {method: [baseline, bgt, terngrad]}\n")
+    runs = {c.method: c for c in expand(load_grid(grid))}
+    assert runs["bgt"].method_params["threshold"] == 0.01 and runs["terngrad"].method_params["clip"] == 0
+    assert "threshold" not in runs["baseline"].method_params
+    grid.write_text("base: {task: lenet-mnist, dataset: synthetic, method.k: 3}\naxes: {method: [baseline, bgt]}\n")
+    with pytest.raises(ConfigError, match="base setting 'method.k': no method of this grid has that parameter"):
+        expand(load_grid(grid))
