@@ -425,8 +425,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--latency-us", type=float, metavar="US", help="network latency, microseconds")
     p.add_argument("--calibration", metavar="FILE", help="take latency and bandwidth from an allreduce fit "
                                                          "(commbench model calibrate)")
-    p.add_argument("--set", action="append", default=[], metavar="method.KEY=VALUE")
-    p.add_argument("--format", choices=["md", "csv", "json"], default="md")
+    p.add_argument("--set", action="append", default=[], metavar="method.KEY=VALUE",
+                   help="a method parameter for the model (e.g. method.k=5)")
+    p.add_argument("--format", choices=["md", "csv", "json"], default="md", help="output format (default: %(default)s)")
     p.add_argument("--out", metavar="FILE", help="also write the output here")
 
 
@@ -438,11 +439,13 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     tg = sub.add_parser("terngrad", help="TernGrad's model (supp. Eq. 6-9): throughput per (method, nodes)")
     _common(tg)
     tg.add_argument("--method", default="baseline,terngrad", help="comma-separated methods")
-    tg.add_argument("--gpus-per-node", type=int, default=1, metavar="I")
-    tg.add_argument("--nodes", default="1,2,4,8", metavar="J,...")
+    tg.add_argument("--gpus-per-node", type=int, default=1, metavar="I",
+                    help="workers per node, on the fast link (default: %(default)s)")
+    tg.add_argument("--nodes", default="1,2,4,8", metavar="J,...", help="node counts to model (default: %(default)s)")
     tg.add_argument("--intra-node", metavar="RATE", help="GPU-GPU bandwidth C_gwd (default PCIe 3.0 x16)")
     tg.add_argument("--cpu-gpu", metavar="RATE", help="CPU-GPU bandwidth C_cwd (default PCIe 3.0 x16)")
-    tg.add_argument("--scaling", choices=list(terngrad.SCALINGS), default="weak")
+    tg.add_argument("--scaling", choices=list(terngrad.SCALINGS), default="weak",
+                    help="weak: batch per worker fixed; strong: total batch fixed (default: %(default)s)")
     tg.add_argument("--fraction-sent", type=float, metavar="F", help="threshold methods: fraction of elements sent")
     tg.add_argument("--figure5", action="store_true", help="reproduce Figure 5's setting and the 3.04x check")
     tg.add_argument("--utilization", type=float, help="--figure5: fraction of GPU peak FLOP/s (default 0.5)")
@@ -456,11 +459,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         sd.add_argument(flag, type=float, metavar="S", help=f"{what} in seconds, instead of the estimate")
 
     cal = sub.add_parser("calibrate", help="measure and fit allreduce/allgather on gloo (alpha-beta)")
-    cal.add_argument("--world-size", type=int, default=2)
+    cal.add_argument("--world-size", type=int, default=2, help="gloo processes to measure (default: %(default)s)")
     cal.add_argument("--sizes", help="comma-separated bytes per worker (4096, 64KiB, 1MiB; default 1KiB..16MiB)")
-    cal.add_argument("--ops", default="allreduce,allgather")
-    cal.add_argument("--repeats", type=int, default=10)
-    cal.add_argument("--warmup", type=int, default=3)
+    cal.add_argument("--ops", default="allreduce,allgather", help="collectives to time (default: %(default)s)")
+    cal.add_argument("--repeats", type=int, default=10, help="timed repeats per size (default: %(default)s)")
+    cal.add_argument("--warmup", type=int, default=3, help="untimed repeats first (default: %(default)s)")
     cal.add_argument("--weighting", choices=list(alphabeta.WEIGHTINGS), default="ols",
                      help="ols: plain least squares; relative: residuals / t (alpha not swamped by large sizes)")
     cal.add_argument("--out", metavar="FILE", help="default results/calibration/gloo-w<world size>.json")

@@ -206,6 +206,6 @@ def summary(cfg: RunConfig, record: dict) -> str:
     m = record.get("metrics", {})
     top1 = f"{m['top1']:.4f}" if m.get("top1") is not None else "—"
     ips = f"{m['images_per_s']:.0f}" if m.get("images_per_s") else "—"
-    line = (f"{cfg.run_id}: {record['status']}  top1 {top1}  bytes_sent {m.get('bytes_sent')}  "
-            f"images/s {ips}")
+    sent = f"{m['bytes_sent'] / 1e9:.3g} GB" if isinstance(m.get("bytes_sent"), (int, float)) else "—"
+    line = f"{cfg.run_id}: {record['status']}  top1 {top1}  sent {sent} (all workers)  images/s {ips}"
     return line + (f"  error: {record['error']}" if record.get("error") else "")

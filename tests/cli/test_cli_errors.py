@@ -72,3 +72,34 @@ def test_a_data_set_that_cannot_be_had_is_named_and_nothing_is_written(tmp_path)
     (line,) = proc.stderr.strip().splitlines()
     assert line.startswith("commbench: error: mnist:") and "fashion-mnist" in line
     assert not out.exists() and not root.exists()
+
+
+def test_every_option_of_every_command_says_what_it_does():
+    import argparse
+
+    from commbench.cli import build_parser
+
+    silent = []
+
+    def walk(parser, path):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    walk(sub, path + [name])
+            elif action.help is None and action.dest != "help":
+                silent.append(" ".join(path + action.option_strings))
+
+    walk(build_parser(), ["commbench"])
+    assert not silent, silent
+
+
+def test_version_and_a_dry_run_that_writes_nothing(tmp_path):
+    version = commbench("--version")
+    assert version.returncode == 0 and version.stdout.startswith("commbench ")
+    dry = commbench(*RUN, "--set", "lr_schedule.base_lr=0.05", "--dry-run", "--out", str(tmp_path / "out"))
+    assert dry.returncode == 0, dry.stderr
+    lines = dry.stdout.splitlines()
+    assert lines[0].startswith("run id     lenet-mnist_baseline_w1_")
+    assert any(line.startswith("lr_schedule.base_lr") and "0.05" in line and "set by user" in line for line in lines)
+    assert any(line.startswith("optimizer.momentum ") and "TernGrad" in line for line in lines)  # the recipe's source
+    assert not (tmp_path / "out").exists()
