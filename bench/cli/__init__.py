@@ -14,6 +14,7 @@ GRIDS_DIR = Path(__file__).resolve().parent.parent / "grids"
 DATA_SETS = ("mnist", "fashion-mnist", "cifar10", "cifar10-jpeg")
 # a user's runs go here unless told otherwise: not results/, which holds what the project commits
 DEFAULT_RESULTS = "local-results"
+PROJECT_RESULTS = "results"  # the committed records: what the paper tables judge by default
 from commbench.launch.sweep import EXIT_INTERRUPTED  # noqa: E402  (75: a checkpoint signal stopped it; resumable)
 
 
@@ -79,7 +80,7 @@ def build_parser() -> Parser:
     status.add_argument("--max-runs", type=int, default=None, metavar="N", help="as for sweep")
 
     table = sub.add_parser("table", help="comparison table from the stored records")
-    results_option(table, alias=False)
+    results_option(table, alias=False, papers=True)
     table.add_argument("--paper", choices=["terngrad", "threshold", "ssdsgd", "all"],
                        help="rebuild a paper's tables: its values beside the reproduced ones")
     table.add_argument("--format", choices=["md", "csv", "json", "latex"], default="md",
@@ -91,13 +92,13 @@ def build_parser() -> Parser:
                             "default: the setting's baseline's final top-1 minus 0.005")
 
     plot = sub.add_parser("plot", help="figures from the stored records (PNG and PDF)")
-    results_option(plot, alias=False)
+    results_option(plot, alias=False, papers=True)
     plot.add_argument("--out", help="folder for the figures (default: RESULTS/figures)")
     plot.add_argument("--paper", action="store_true", help="also the papers' own figures (accuracy and speed "
                                                             "against the published curves)")
 
     report = sub.add_parser("report", help="every table and figure in one markdown report and HTML page")
-    results_option(report, alias=False)
+    results_option(report, alias=False, papers=True)
     report.add_argument("--out", help="folder for report.md, report.html and figures (default: RESULTS/report)")
     report.add_argument("--paper", action="store_true", help="also the paper tables and figures (always on for "
                                                              "a folder of the campaign's records)")
@@ -116,12 +117,20 @@ def build_parser() -> Parser:
     return p
 
 
-def results_option(parser: argparse.ArgumentParser, alias: bool = True) -> None:
-    """The results folder, one name everywhere (``--out`` stays an alias where it named it before)."""
+def results_option(parser: argparse.ArgumentParser, alias: bool = True, papers: bool = False) -> None:
+    """The results folder, one name everywhere (``--out`` stays an alias where it named it before). With
+    ``papers`` (table, plot, report) the default depends on --paper: the project's records for the papers."""
     names = ["--results", "--out"] if alias else ["--results"]
-    parser.add_argument(*names, dest="results", default=DEFAULT_RESULTS, metavar="DIR",
-                        help="the results folder: runs/ (records), logs/, checkpoints/, slurm/ "
-                             "(default: %(default)s; the project's committed campaign is results/campaign)")
+    default = (f"{DEFAULT_RESULTS}; with --paper: {PROJECT_RESULTS}, the project's committed records" if papers
+               else f"{DEFAULT_RESULTS}; the project's committed campaign is results/campaign")
+    parser.add_argument(*names, dest="results", default=None if papers else DEFAULT_RESULTS, metavar="DIR",
+                        help=f"the results folder: runs/ (records), logs/, checkpoints/, slurm/ (default: {default})")
+
+
+def results_of(args) -> str:
+    """The results folder a reading command uses: --results, else the project's records for --paper, else
+    the user's default folder."""
+    return args.results or (PROJECT_RESULTS if getattr(args, "paper", None) else DEFAULT_RESULTS)
 
 
 def run_settings(args) -> dict:
@@ -302,6 +311,7 @@ def _checkpoint_step(out: Path, run_id: str) -> int | None:
 
 
 def cmd_table(args) -> int:
+    args.results = results_of(args)
     if not Path(args.results).is_dir():
         raise ConfigError(f"--results {args.results}: no such folder")
     if args.paper:
@@ -331,6 +341,7 @@ def cmd_table(args) -> int:
 def cmd_plot(args) -> int:
     from commbench.analysis.plots import plot_all
 
+    args.results = results_of(args)
     if not Path(args.results).is_dir():
         raise ConfigError(f"--results {args.results}: no such folder")
     written = plot_all(Path(args.results), Path(args.out or Path(args.results) / "figures"), paper=args.paper)
@@ -344,6 +355,7 @@ def cmd_plot(args) -> int:
 def cmd_report(args) -> int:
     from commbench.analysis.report import write_report
 
+    args.results = results_of(args)
     if not Path(args.results).is_dir():
         raise ConfigError(f"--results {args.results}: no such folder")
     for path in write_report(Path(args.results), Path(args.out or Path(args.results) / "report"), paper=args.paper):
