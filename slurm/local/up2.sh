@@ -45,7 +45,8 @@ for tool in ip nsenter unshare tc; do command -v "$tool" >/dev/null || die "$too
 
 t_start=$(now)
 # the one-node cluster's munged and slurmdbd: authentication and accounting for this cluster too
-COMMBENCH_SLURM_LOCKED="" bash "$HERE/up.sh" >/dev/null || die "up.sh failed (the one-node cluster provides munged and slurmdbd)"
+env -u SLURM_CONF COMMBENCH_SLURM_LOCKED="" bash "$HERE/up.sh" >/dev/null ||
+  die "up.sh failed (the one-node cluster provides munged and slurmdbd)"
 
 mkdir -p "$STATE2"
 exec 8>"$STATE2/lock"
@@ -149,7 +150,8 @@ fail() { echo "up2.sh: error: $1 did not start; its log:" >&2; tail -n 15 "$2" >
 
 /usr/sbin/slurmctld
 wait_for "$WAIT_S" test -s "$STATE2/run/slurmctld.pid" || fail slurmctld "$STATE2/log/slurmctld.log"
-pid=$(read_pid "$STATE2/run/slurmctld.pid"); echo "$pid /usr/sbin/slurmctld" >"$STATE2/pids"
+# recorded with the binary it runs (the alternatives' target, e.g. slurmctld-wlm): down2.sh checks both
+pid=$(read_pid "$STATE2/run/slurmctld.pid"); echo "$pid $(readlink "/proc/$pid/exe")" >"$STATE2/pids"
 wait_for "$WAIT_S" scontrol ping || fail slurmctld "$STATE2/log/slurmctld.log"
 
 # Each slurmd in its node's namespaces. nsenter --net (not `ip netns exec`, which remounts /sys and hides the
@@ -168,7 +170,7 @@ for node in "${NODES[@]}"; do
   nsenter --net="/run/netns/cb2n$i" unshare --uts --mount --propagation private \
     "$STATE2/bin/start_slurmd.sh" "$node" "$STATE2/etc/hosts"
   wait_for "$WAIT_S" test -s "$STATE2/run/slurmd.$node.pid" || fail "slurmd $node" "$STATE2/log/slurmd.$node.log"
-  echo "$(read_pid "$STATE2/run/slurmd.$node.pid") /usr/sbin/slurmd" >>"$STATE2/pids"
+  pid=$(read_pid "$STATE2/run/slurmd.$node.pid"); echo "$pid $(readlink "/proc/$pid/exe")" >>"$STATE2/pids"
 done
 idle() { [[ $(sinfo -h -N -t idle -o %N | sort -u | wc -l) -eq ${#NODES[@]} ]]; }
 wait_for "$WAIT_S" idle || fail "the nodes (not idle)" "$STATE2/log/slurmctld.log"

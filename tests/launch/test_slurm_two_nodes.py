@@ -1,0 +1,121 @@
+"""The real two-node Slurm cluster of slurm/local/up2.sh: both nodes idle within 5 s, one task in each node's
+network namespace, accounting that records a cancel, and nothing left after down2.sh.
+
+Needs root (namespaces, links, daemons) and the one-node cluster's packages; skips without them, except under
+COMMBENCH_REQUIRE_SLURM=1 (CI), where a cluster that cannot come up fails.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from ..conftest import REPO
+
+pytestmark = pytest.mark.slurm
+STATE = Path("/run/commbench-slurm2-test")
+ENV = {**os.environ, "COMMBENCH_SLURM2_STATE": str(STATE), "SLURM_CONF": str(STATE / "etc" / "slurm.conf")}
+
+
+def unavailable() -> str | None:
+    if os.geteuid() != 0:
+        return "needs root"
+    missing = [t for t in ("ip", "nsenter", "unshare", "tc", "slurmctld", "slurmd", "sinfo")
+               if not shutil.which(t) and not Path(f"/usr/sbin/{t}").exists()]
+    return f"{', '.join(missing)} not installed" if missing else None
+
+
+def script(name: str, wait_s: int = 5) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", str(REPO / "slurm" / "local" / name)], capture_output=True, text=True,
+                          timeout=180, env={**ENV, "COMMBENCH_SLURM_WAIT": str(wait_s)})
+
+
+def ours() -> set[str]:
+    """What of the two-node cluster exists: its namespaces, links and slurmd daemons."""
+    found = set(subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split())
+    found = {n for n in found if n.startswith("cb2n")}
+    links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
+    found |= {w.split("@")[0] for w in links.replace(":", " ").split() if w.startswith(("cb2br", "cb2v"))}
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if cmd[0].endswith(b"slurmd") and _stat(pid) != "Z" and b"-N" in cmd and cmd[-1] in (b"node1", b"node2", b"node1\n"):
+                found.add(f"slurmd {pid}")
+            elif cmd[0].endswith(b"slurmctld") and _stat(pid) != "Z" and str(STATE).encode() in _environ(pid):
+                found.add(f"slurmctld {pid}")
+    return found
+
+
+def _environ(pid: str) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return b""
+
+
+def _stat(pid: str) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return "?"
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    reason = unavailable()
+    if reason:
+        if os.environ.get("COMMBENCH_REQUIRE_SLURM") == "1":
+            pytest.fail(f"COMMBENCH_REQUIRE_SLURM=1 but the two-node cluster {reason}", pytrace=False)
+        pytest.skip(f"the two-node cluster {reason}")
+    script("down2.sh")  # a previous session's leftovers
+    up = script("up2.sh")  # COMMBENCH_SLURM_WAIT=5: both nodes idle within 5 s, or it fails
+    assert up.returncode == 0, up.stderr + up.stdout
+    yield up.stdout
+    script("down2.sh")
+
+
+def slurm(*args: str) -> str:
+    proc = subprocess.run(list(args), capture_output=True, text=True, timeout=120, env=ENV)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_both_nodes_are_idle_and_a_step_puts_one_task_in_each(cluster):
+    assert "slurm2: up (node1 node2 idle" in cluster
+    assert slurm("sinfo", "-h", "-N", "-o", "%N %t").split() == ["node1", "idle", "node2", "idle"]
+    lines = slurm("srun", "-N2", "-n2", "--label", "bash", "-c",
+                  "echo $(hostname) $(ip -4 -br addr show eth0 | awk '{print $3}') $(readlink /proc/self/ns/net)")
+    tasks = dict(line.split(": ", 1) for line in lines.strip().splitlines())
+    (host0, addr0, ns0), (host1, addr1, ns1) = tasks["0"].split(), tasks["1"].split()
+    assert (host0, addr0, host1, addr1) == ("node1", "10.215.9.1/24", "node2", "10.215.9.2/24")
+    assert ns0 != ns1 != os.readlink("/proc/self/ns/net")  # each task in its node's own network
+
+
+def test_accounting_records_a_cancelled_two_node_job(cluster):
+    job = slurm("sbatch", "--parsable", "-N2", "--wrap", "srun sleep 120").strip()
+    deadline = time.monotonic() + 30
+    while "R" not in slurm("squeue", "-h", "-j", job, "-o", "%t") and time.monotonic() < deadline:
+        time.sleep(0.2)
+    slurm("scancel", job)
+    state = ""
+    while time.monotonic() < deadline and not state.startswith("CANCELLED"):
+        time.sleep(0.2)
+        state = slurm("sacct", "-n", "-X", "-j", job, "-o", "State%30").strip()
+    assert state.startswith("CANCELLED"), state
+
+
+def test_down_leaves_no_namespace_link_or_daemon(cluster):
+    assert ours(), "the cluster is up: its namespaces, links and daemons exist"
+    down = script("down2.sh")
+    assert down.returncode == 0, down.stderr
+    deadline = time.monotonic() + 10  # daemons stopped by SIGTERM leave /proc a moment later
+    while ours() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert ours() == set()
