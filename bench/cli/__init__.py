@@ -3,6 +3,7 @@ interrupted by a checkpoint signal (resumable)."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -230,6 +231,11 @@ def cmd_sweep(args) -> int:
         from commbench.launch.profile import load_profile, run_shape
 
         profile = load_profile(args.profile, grid.slurm)
+        if profile.slurm_conf:  # the profile's cluster, for sbatch, squeue and sacct here and in its jobs
+            if not Path(profile.slurm_conf).is_file():
+                raise ConfigError(f"profile {profile.name}: slurm_conf {profile.slurm_conf}: no such file (is that "
+                                  f"cluster up?)")
+            os.environ["SLURM_CONF"] = profile.slurm_conf
     elif args.profile or args.wait:
         raise ConfigError(f"{'--profile' if args.profile else '--wait'}: only with --launcher slurm")
     if args.dry_run:

@@ -39,11 +39,12 @@ class Profile:
     array_parallelism: int = 256
     sbatch: dict = field(default_factory=dict)  # other #SBATCH options
     setup: list = field(default_factory=list)   # shell lines before srun
+    slurm_conf: str | None = None     # another cluster's slurm.conf for sbatch, squeue, sacct (SLURM_CONF)
 
 
 _INTS = {"gpus_per_node": 0, "cpus_per_task": 1, "time_min": 1, "signal_delay_s": 0, "max_requeues": 0,
          "array_parallelism": 1}
-_OPT_STR = ("description", "partition", "account", "qos", "constraint")
+_OPT_STR = ("description", "partition", "account", "qos", "constraint", "slurm_conf")
 
 
 def known_profiles() -> list[str]:

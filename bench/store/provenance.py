@@ -41,6 +41,21 @@ def slurm_job_id() -> str | None:
     return os.environ.get("SLURM_JOB_ID")
 
 
+def run_nodes() -> list[str]:
+    """The hosts the run's processes ran on: a Slurm job's node list (expanded), else this host."""
+    nodelist = os.environ.get("SLURM_JOB_NODELIST") or os.environ.get("SLURM_NODELIST")
+    if nodelist:
+        try:
+            out = subprocess.run(["scontrol", "show", "hostnames", nodelist], capture_output=True, text=True,
+                                 timeout=10, check=True).stdout.split()
+            if out:
+                return out
+        except (OSError, subprocess.SubprocessError):
+            pass
+        return [nodelist]
+    return [socket.gethostname()]
+
+
 def collect_env(world_size: int, dist_backend: str | None, device: str, started_at: str,
                 parameter_servers: int = 0, code: tuple[str | None, bool | None] | None = None) -> dict:
     """``code``: (git SHA, dirty) taken when the run started (edits made while it ran are not its code)."""
@@ -57,6 +72,6 @@ def collect_env(world_size: int, dist_backend: str | None, device: str, started_
         "git_sha": sha, "git_dirty": dirty, "hostname": socket.gethostname(), "device": device,
         "gpu_name": gpu, "world_size": world_size, "dist_backend": dist_backend,
         "parameter_servers": parameter_servers,
-        "slurm_job_id": slurm_job_id(), "started_at": started_at, "finished_at": now(),
+        "slurm_job_id": slurm_job_id(), "nodes": run_nodes(), "started_at": started_at, "finished_at": now(),
         "argv": sys.argv[1:], "cpu_count": os.cpu_count(),
     }

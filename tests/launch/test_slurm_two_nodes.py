@@ -6,9 +6,11 @@ COMMBENCH_REQUIRE_SLURM=1 (CI), where a cluster that cannot come up fails.
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -109,6 +111,25 @@ def test_accounting_records_a_cancelled_two_node_job(cluster):
         time.sleep(0.2)
         state = slurm("sacct", "-n", "-X", "-j", job, "-o", "State%30").strip()
     assert state.startswith("CANCELLED"), state
+
+
+def test_a_two_worker_dist_run_spans_both_nodes_and_says_so(cluster, tmp_path):
+    """Through commbench, submitit and srun with the local-2node profile (one task per node): the run's record
+    lists the hosts its ranks ran on."""
+    profile = tmp_path / "two.yaml"
+    profile.write_text((REPO / "slurm" / "profiles" / "local-2node.yaml").read_text()
+                       .replace("/run/commbench-slurm2/", f"{STATE}/"))
+    grid = tmp_path / "grid.yaml"
+    grid.write_text("name: two-nodes\nbase: {task: lenet-mnist, dataset: synthetic, method: baseline, workers: 2,"
+                    " backend: dist, steps: 5, global_batch: 16}\naxes: {seed: [1]}\n")
+    env = {k: v for k, v in ENV.items() if k != "SLURM_CONF"}  # the profile names the cluster
+    proc = subprocess.run([sys.executable, "-m", "commbench", "sweep", str(grid), "--launcher", "slurm",
+                           "--profile", str(profile), "--results", str(tmp_path / "out"), "--wait", "--quiet"],
+                          cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (record,) = [json.loads(p.read_text()) for p in (tmp_path / "out" / "runs").glob("*.json")]
+    assert record["status"] == "done" and record["env"]["nodes"] == ["node1", "node2"]
+    assert record["env"]["world_size"] == 2 and record["env"]["hostname"] == "node1"
 
 
 def test_down_leaves_no_namespace_link_or_daemon(cluster):
