@@ -31,8 +31,8 @@ def unavailable() -> str | None:
     return f"{', '.join(missing)} not installed" if missing else None
 
 
-def script(name: str, wait_s: int = 5) -> subprocess.CompletedProcess:
-    return subprocess.run(["bash", str(REPO / "slurm" / "local" / name)], capture_output=True, text=True,
+def script(name: str, *args: str, wait_s: int = 5) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", str(REPO / "slurm" / "local" / name), *args], capture_output=True, text=True,
                           timeout=180, env={**ENV, "COMMBENCH_SLURM_WAIT": str(wait_s)})
 
 
@@ -77,7 +77,7 @@ def cluster():
             pytest.fail(f"COMMBENCH_REQUIRE_SLURM=1 but the two-node cluster {reason}", pytrace=False)
         pytest.skip(f"the two-node cluster {reason}")
     script("down2.sh")  # a previous session's leftovers
-    up = script("up2.sh")  # COMMBENCH_SLURM_WAIT=5: both nodes idle within 5 s, or it fails
+    up = script("up2.sh", "--rate", "1gbit")  # COMMBENCH_SLURM_WAIT=5: both nodes idle within 5 s, or it fails
     assert up.returncode == 0, up.stderr + up.stdout
     yield up.stdout
     script("down2.sh")
@@ -98,6 +98,17 @@ def test_both_nodes_are_idle_and_a_step_puts_one_task_in_each(cluster):
     (host0, addr0, ns0), (host1, addr1, ns1) = tasks["0"].split(), tasks["1"].split()
     assert (host0, addr0, host1, addr1) == ("node1", "10.215.9.1/24", "node2", "10.215.9.2/24")
     assert ns0 != ns1 != os.readlink("/proc/self/ns/net")  # each task in its node's own network
+
+
+def test_the_links_between_nodes_are_limited_both_ways(cluster):
+    """--rate puts tc tbf on each node's link: the bridge side shapes what the node receives, eth0 inside the
+    node's namespace what it sends."""
+    for i in (1, 2):
+        into = subprocess.run(["tc", "qdisc", "show", "dev", f"cb2v{i}"], capture_output=True, text=True).stdout
+        out = subprocess.run(["tc", "-n", f"cb2n{i}", "qdisc", "show", "dev", "eth0"], capture_output=True,
+                             text=True).stdout
+        assert "tbf" in into and "rate 1Gbit" in into, into
+        assert "tbf" in out and "rate 1Gbit" in out, out
 
 
 def test_accounting_records_a_cancelled_two_node_job(cluster):
