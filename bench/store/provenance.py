@@ -72,6 +72,10 @@ def collect_env(world_size: int, dist_backend: str | None, device: str, started_
         "git_sha": sha, "git_dirty": dirty, "hostname": socket.gethostname(), "device": device,
         "gpu_name": gpu, "world_size": world_size, "dist_backend": dist_backend,
         "parameter_servers": parameter_servers,
-        "slurm_job_id": slurm_job_id(), "nodes": run_nodes(), "started_at": started_at, "finished_at": now(),
+        "slurm_job_id": slurm_job_id(), "nodes": run_nodes(),
+        # Slurm's tasks per node ("2(x2)"): with its block distribution, ranks fill the nodes in order, so
+        # the last ranks (a parameter-server run's servers) sit on the last nodes
+        "slurm_tasks_per_node": os.environ.get("SLURM_TASKS_PER_NODE"),
+        "started_at": started_at, "finished_at": now(),
         "argv": sys.argv[1:], "cpu_count": os.cpu_count(),
     }

@@ -143,6 +143,28 @@ def test_a_two_worker_dist_run_spans_both_nodes_and_says_so(cluster, tmp_path):
     assert record["env"]["world_size"] == 2 and record["env"]["hostname"] == "node1"
 
 
+def test_parameter_servers_sit_on_the_other_node(cluster, tmp_path):
+    """A TernGrad parameter-server run, 2 workers + 2 servers, 2 tasks per node: Slurm's block distribution
+    puts ranks 0-1 (the workers) on node1 and 2-3 (the servers) on node2, so push and pull cross the link."""
+    profile = tmp_path / "two.yaml"
+    profile.write_text((REPO / "slurm" / "profiles" / "local-2node.yaml").read_text()
+                       .replace("/run/commbench-slurm2/", f"{STATE}/"))
+    grid = tmp_path / "grid.yaml"
+    grid.write_text("name: two-nodes-ps\nbase: {task: lenet-mnist, dataset: synthetic, method: terngrad, "
+                    "method.topology: ps, method.servers: 2, workers: 2, backend: dist, steps: 5, global_batch: 16}"
+                    "\naxes: {seed: [1]}\nslurm: {tasks_per_node: 2}\n")
+    env = {k: v for k, v in ENV.items() if k != "SLURM_CONF"}
+    proc = subprocess.run([sys.executable, "-m", "commbench", "sweep", str(grid), "--launcher", "slurm",
+                           "--profile", str(profile), "--results", str(tmp_path / "out"), "--wait", "--quiet"],
+                          cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (record,) = [json.loads(p.read_text()) for p in (tmp_path / "out" / "runs").glob("*.json")]
+    env = record["env"]
+    assert record["status"] == "done" and env["parameter_servers"] == 2
+    assert env["nodes"] == ["node1", "node2"] and env["slurm_tasks_per_node"] == "2(x2)"
+    assert record["metrics"]["server_bytes_sent"] > 0
+
+
 def test_down_leaves_no_namespace_link_or_daemon(cluster):
     assert ours(), "the cluster is up: its namespaces, links and daemons exist"
     down = script("down2.sh")
