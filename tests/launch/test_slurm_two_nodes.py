@@ -112,7 +112,7 @@ def test_the_links_between_nodes_are_limited_both_ways(cluster):
 
 
 def test_accounting_records_a_cancelled_two_node_job(cluster):
-    job = slurm("sbatch", "--parsable", "-N2", "--wrap", "srun sleep 120").strip()
+    job = slurm("sbatch", "--parsable", "-N2", "--output", "/dev/null", "--wrap", "srun sleep 120").strip()
     deadline = time.monotonic() + 30
     while "R" not in slurm("squeue", "-h", "-j", job, "-o", "%t") and time.monotonic() < deadline:
         time.sleep(0.2)
