@@ -107,12 +107,31 @@ class Method(ABC):
 
     def begin_bucket(self, names: Sequence[str], grads: Sequence[Grads], step: int):
         """Encode the tensors ``names`` of every local worker's gradient and start their exchange (asynchronous);
-        returns the pending exchange, which :meth:`finish_step` completes. Called in bucket order."""
-        raise NotImplementedError
+        returns the pending exchange, which :meth:`finish_step` completes. Called in bucket order, and only for
+        a configuration whose :meth:`can_bucket` is true."""
+        raise TypeError(f"method {self.name} does not exchange per bucket ({self.why_not_bucketed(self.params)}); "
+                        f"the harness calls step() after backward for it")
 
     def finish_step(self, pending: Sequence, grads: Sequence[Grads], lr: float, step: int) -> None:
         """Complete every bucket's exchange (in order), decode, and update every local worker."""
-        raise NotImplementedError
+        raise TypeError(f"method {self.name} does not exchange per bucket ({self.why_not_bucketed(self.params)}); "
+                        f"the harness calls step() after backward for it")
+
+    def finish_allreduce(self, pending: Sequence, grads: Sequence[Grads], lr: float, mean_of) -> None:
+        """:meth:`finish_step` for methods whose buckets travel in one all-reduce each: wait for each bucket in
+        order, turn every local worker's sum into its mean with ``mean_of(total, own)`` (``own``: the tensor is
+        this worker's alone and may be changed in place; under sim one sum is shared by every local worker),
+        then add weight decay and update."""
+        means = [{} for _ in self.workers]
+        for names, handle in pending:
+            with self.timed("wait"):
+                summed = handle.wait()
+            with self.timed("decode"):
+                for mean, total, g in zip(means, summed, grads):
+                    mean.update(self.unflatten(mean_of(total, len(summed) == 1), g, names))
+        with self.timed("update"):
+            for worker, mean in zip(self.workers, means):
+                self.apply_update(worker, self.add_weight_decay(worker, mean, in_place=True), lr)
 
     # -- where the time goes -----------------------------------------------------------------------------
     def timed(self, phase: str):

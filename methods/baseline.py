@@ -71,18 +71,7 @@ class Baseline(Method):
 
     def finish_step(self, pending, grads, lr, step):
         n = self.comm.world_size
-        means = [{} for _ in self.workers]
-        for names, handle in pending:
-            with self.timed("wait"):
-                summed = handle.wait()
-            with self.timed("decode"):
-                # each worker gets its own mean (under sim the sum is one tensor shared by all of them)
-                for mean, total, g in zip(means, summed, grads):
-                    buffer = total.div_(n) if len(summed) == 1 else total / n
-                    mean.update(self.unflatten(buffer, g, names))
-        with self.timed("update"):
-            for worker, mean in zip(self.workers, means):
-                self.apply_update(worker, self.add_weight_decay(worker, mean, in_place=True), lr)
+        self.finish_allreduce(pending, grads, lr, lambda total, own: total.div_(n) if own else total / n)
 
     def step(self, grads, lr, step):
         if self.ps is not None:

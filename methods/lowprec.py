@@ -27,16 +27,8 @@ class HalfPrecision(Method):
         return names, self.comm.allreduce_async(halves)
 
     def finish_step(self, pending, grads, lr, step):
-        means = [{} for _ in self.workers]
-        for names, handle in pending:
-            with self.timed("wait"):
-                summed = handle.wait()
-            with self.timed("decode"):
-                for mean, total, g in zip(means, summed, grads):
-                    mean.update(self.unflatten(total.to(torch.float32), g, names))  # a new float32 buffer
-        with self.timed("update"):
-            for worker, mean in zip(self.workers, means):
-                self.apply_update(worker, self.add_weight_decay(worker, mean, in_place=True), lr)
+        # the cast back makes a new float32 buffer: each worker's own
+        self.finish_allreduce(pending, grads, lr, lambda total, own: total.to(torch.float32))
 
     def step(self, grads, lr, step):
         self.finish_step([self.begin_bucket(self.names, grads, step)], grads, lr, step)

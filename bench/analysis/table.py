@@ -81,13 +81,13 @@ def chosen_params(cfg: dict) -> str:
                      if sources.get(f"method.{k}", "").startswith("set by user"))
 
 
-def _mean_std(series: pd.Series, fmt: str) -> str:
-    values = series.dropna()
-    if values.empty:
+def _mean_std(mean, std, fmt: str) -> str:
+    """A setting's mean over its seeds, ± their standard deviation where there are two or more."""
+    if mean is None or pd.isna(mean):
         return "—"
-    if len(values) == 1:
-        return format(values.iloc[0], fmt)
-    return f"{format(values.mean(), fmt)} ± {format(values.std(), fmt)}"
+    if std is None or pd.isna(std):
+        return format(mean, fmt)
+    return f"{format(mean, fmt)} ± {format(std, fmt)}"
 
 
 def _mean(series: pd.Series) -> float | None:
@@ -164,7 +164,6 @@ def comparison_data(frame: pd.DataFrame, target: float | None = None) -> pd.Data
             "time_to_target_s": sum(reached) / len(reached) if reached else None,
             "runs_reaching_target": len(reached) if goal is not None else None,
             "setting_id": hashlib.sha256(first["setting"].encode()).hexdigest()[:10],
-            "_done": done,
         })
     data = pd.DataFrame(rows)
     order = ["task", "dataset", "method", "params", "workers", "backend", "tier", "steps", "differs"]
@@ -179,18 +178,17 @@ def comparison(frame: pd.DataFrame, target: float | None = None) -> pd.DataFrame
         return pd.DataFrame(columns=COLUMNS)
     rows = []
     for _, d in data.iterrows():
-        done = d["_done"]
         goal, reached, n_done = d["target_top1"], d["runs_reaching_target"], d["n_done"]
         rows.append({
             "task": d["task"],
             "dataset": d["dataset"] + (f" (for {d['substitute_for']})" if d["substitute_for"] else ""),
             "method": d["method"], "params": d["params"], "differs": d["differs"], "workers": d["workers"],
             "backend": d["backend"], "tier": d["tier"], "steps": d["steps"], "n": d["n_runs"], "status": d["status"],
-            "top1": _mean_std(done["top1"], ".4f"),
+            "top1": _mean_std(d["top1_mean"], d["top1_std"], ".4f"),
             "bytes/worker/step": _number(d["bytes_sent_per_worker_step"], ",.0f"),
             "recv/worker/step": _number(d["bytes_received_per_worker_step"], ",.0f"),
             "fp32/sent": _number(d["fp32_bytes_over_sent"], ".2f", "x"),
-            "images/s": _mean_std(done["images_per_s"], ".0f"),
+            "images/s": _mean_std(d["images_per_s_mean"], d["images_per_s_std"], ".0f"),
             "comm exposed": _number(None if d["comm_exposed_share"] is None else 100 * d["comm_exposed_share"],
                                     ".0f", "%"),
             "time to target (s)": ("—" if goal is None or pd.isna(goal) else
@@ -208,8 +206,7 @@ def _number(value, fmt: str, unit: str = "") -> str:
 def render(table: pd.DataFrame, fmt: str) -> str:
     """``md``: the reading table (:func:`comparison`); ``csv`` and ``json``: the data (:func:`comparison_data`)."""
     if fmt in ("csv", "json"):
-        data = table.drop(columns=[c for c in table.columns if c.startswith("_")])
-        return data.to_csv(index=False) if fmt == "csv" else data.to_json(orient="records", indent=1) + "\n"
+        return table.to_csv(index=False) if fmt == "csv" else table.to_json(orient="records", indent=1) + "\n"
     if table.empty:
         return "(no records)\n"
     return table.to_markdown(index=False, disable_numparse=True) + "\n"

@@ -9,14 +9,13 @@ from pathlib import Path
 
 from commbench.config import ConfigError, RunConfig, describe, parse_set, resolve, run_flags
 from commbench.cli import model as model_command
-from commbench.store.records import Status
+from commbench.store.records import EXIT_INTERRUPTED, Status
 
 GRIDS_DIR = Path(__file__).resolve().parent.parent / "grids"
 DATA_SETS = ("mnist", "fashion-mnist", "cifar10", "cifar10-jpeg")
 # a user's runs go here unless told otherwise: not results/, which holds what the project commits
 DEFAULT_RESULTS = "local-results"
 PROJECT_RESULTS = "results"  # the committed records: what the paper tables judge by default
-from commbench.launch.sweep import EXIT_INTERRUPTED  # noqa: E402  (75: a checkpoint signal stopped it; resumable)
 
 
 class BadInput(SystemExit):

@@ -6,10 +6,7 @@ from pathlib import Path
 
 from commbench.config import RunConfig
 from commbench.launch.progress import Progress
-from commbench.store.records import FINISHED, Status, read_or_set_aside
-
-
-EXIT_INTERRUPTED = 75  # EX_TEMPFAIL, as `commbench run`: stopped by a checkpoint signal, resumable
+from commbench.store.records import EXIT_INTERRUPTED, FINISHED, Status, read_or_set_aside
 
 
 def run_local_sweep(runs: list[RunConfig], out: Path, show_progress: bool = True) -> int:

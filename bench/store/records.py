@@ -25,6 +25,7 @@ class Status:
 
 
 STATUSES = (Status.DONE, Status.DIVERGED, Status.FAILED, Status.INTERRUPTED)
+EXIT_INTERRUPTED = 75  # EX_TEMPFAIL: a command whose run a checkpoint signal interrupted (resumable)
 FINISHED = (Status.DONE, Status.DIVERGED)  # never run again without --force
 # run ids and names the harness writes: safe as file names and inside a Slurm batch script
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")

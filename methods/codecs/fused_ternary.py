@@ -106,12 +106,6 @@ def trits_torch(flat, offsets, bounds, scales, keys) -> torch.Tensor:
     return out
 
 
-def _encode_torch(flat, offsets, bounds, scales, keys, packing):
-    from .bits import TRIT_PACKINGS
-
-    return TRIT_PACKINGS[packing][0](trits_torch(flat, offsets, bounds, scales, keys))
-
-
 # -- decode ----------------------------------------------------------------------------------------------------
 def decode_shared(payloads: list[torch.Tensor], n: int, offsets: np.ndarray, scales: torch.Tensor,
                   packing: str, out: torch.Tensor | None = None) -> torch.Tensor:

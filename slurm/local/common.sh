@@ -20,3 +20,23 @@ pid_runs() {
 }
 
 read_pid() { local pid=""; if [[ -r $1 ]]; then read -r pid 2>/dev/null <"$1" || true; fi; echo "${pid//[^0-9]/}"; }
+
+# slurm.conf lines both local clusters share (up.sh, up2.sh): logging, accounting in the one slurmdbd (the
+# one-node cluster's, on localhost), and the timeouts
+slurm_conf_shared() {
+  cat <<'EOF'
+SlurmctldDebug=info
+SlurmdDebug=info
+AccountingStorageType=accounting_storage/slurmdbd
+AccountingStorageHost=localhost
+AccountingStoragePort=6819
+JobAcctGatherType=jobacct_gather/none
+JobCompType=jobcomp/none
+InactiveLimit=0
+KillWait=5
+MinJobAge=300
+Waittime=0
+SlurmctldTimeout=120
+SlurmdTimeout=300
+EOF
+}

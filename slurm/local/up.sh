@@ -273,19 +273,7 @@ SlurmctldPort=6817
 SlurmdPort=6818
 SlurmctldLogFile=${LOG[slurmctld]}
 SlurmdLogFile=${LOG[slurmd]}
-SlurmctldDebug=info
-SlurmdDebug=info
-AccountingStorageType=accounting_storage/slurmdbd
-AccountingStorageHost=localhost
-AccountingStoragePort=6819
-JobAcctGatherType=jobacct_gather/none
-JobCompType=jobcomp/none
-InactiveLimit=0
-KillWait=5
-MinJobAge=300
-Waittime=0
-SlurmctldTimeout=120
-SlurmdTimeout=300
+$(slurm_conf_shared)
 NodeName=$NODE NodeAddr=127.0.0.1 CPUs=$CPUS Boards=$BOARDS SocketsPerBoard=$SOCKETS CoresPerSocket=$CORES ThreadsPerCore=$THREADS RealMemory=$MEMORY State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP"
 

@@ -114,19 +114,7 @@ SlurmctldPort=6917
 SlurmdPort=6918
 SlurmctldLogFile=$STATE2/log/slurmctld.log
 SlurmdLogFile=$STATE2/log/slurmd.%n.log
-SlurmctldDebug=info
-SlurmdDebug=info
-AccountingStorageType=accounting_storage/slurmdbd
-AccountingStorageHost=localhost
-AccountingStoragePort=6819
-JobAcctGatherType=jobacct_gather/none
-JobCompType=jobcomp/none
-InactiveLimit=0
-KillWait=5
-MinJobAge=300
-Waittime=0
-SlurmctldTimeout=120
-SlurmdTimeout=300
+$(slurm_conf_shared)
 EOF
 i=0
 for node in "${NODES[@]}"; do

@@ -305,3 +305,13 @@ def test_dist_ps_received_bytes_are_the_pulls(sim_and_dist):
     assert rec["metrics"]["server_bytes_received"] == 2 * size * 30
     assert rec["env"]["world_size"] == 2 and rec["env"]["parameter_servers"] == 1
 
+
+
+def test_a_method_that_does_not_bucket_says_so_when_asked_to():
+    """SSD-SGD exchanges whole weights after backward: the per-bucket hooks name it and why."""
+    method, worker = one_worker_method(SSDSGDParams(), {"w": torch.zeros(3)}, {})
+    assert not SSDSGD.can_bucket(method.params)
+    with pytest.raises(TypeError, match="method ssdsgd does not exchange per bucket"):
+        method.begin_bucket(["w"], [{"w": torch.zeros(3)}], 0)
+    with pytest.raises(TypeError, match="calls step\\(\\) after backward"):
+        method.finish_step([], [{"w": torch.zeros(3)}], 0.1, 0)
