@@ -7,7 +7,7 @@ STAMP   = $(VENV)/.installed
 FASHION = /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
 SUDO    = $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test test-all bench report campaign campaign-net data clean
+.PHONY: run test test-all bench report campaign campaign-net campaign-2node data clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -57,6 +57,13 @@ campaign: $(STAMP) $(FASHION)
 
 campaign-net: $(STAMP)
 	for g in network-fig5 network-ssdsgd; do $(SUDO) $(VENV)/bin/commbench sweep bench/grids/campaign/$$g.yaml --out results/campaign; done
+
+# The two-level model against a measurement: the two-node cluster at 100 Mbit/s between nodes (root), its grid
+# through Slurm, then the same workers on this host (the model's compute time). The cluster stays up.
+campaign-2node: $(STAMP)
+	$(SUDO) bash slurm/local/up2.sh --rate 100mbit
+	$(SUDO) $(VENV)/bin/commbench sweep bench/grids/campaign/network-2node.yaml --launcher slurm --wait --out results/campaign
+	$(SUDO) $(VENV)/bin/commbench sweep bench/grids/campaign/network-2node-loopback.yaml --out results/campaign
 
 bench: $(STAMP) $(FASHION)
 	$(PY) -m pytest -q -m benchmark tests/benchmarks -s

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from commbench.analysis.papers.reference import PAPERS
-from commbench.analysis.papers.tables import LEGEND, MISSING, build, layout, rows, sections
+from commbench.analysis.papers.tables import LEGEND, build, layout, rows, sections, verdict_counts
 from commbench.analysis.plots import plot_all
 from commbench.store.records import iter_records
 from commbench.analysis.table import COLUMNS, comparison, records_frame
@@ -80,9 +80,39 @@ def network_blocks(results: Path) -> list[Block]:
                        "run's own ledger bytes per step, once with the 1-worker run's step time as the compute "
                        "time (as the paper profiles it) and once with the step time of the same workers on the "
                        "host's loopback (the same processes sharing the same cores, no rate limit; "
-                       "bench/perfmodel/measured.py). Runs with parameter servers are priced by their busiest "
+                       "bench/analysis/perfmodel/measured.py). Runs with parameter servers are priced by their busiest "
                        "links instead (the servers' ledger bytes over S links: the all-reduce of Eq. 8-9 does "
                        "not describe them). A missing profile run leaves its column empty."),
+            Block("table", header=header, body=body)]
+
+
+def two_level_blocks(results: Path) -> list[Block]:
+    """Runs across nodes with limited links: measured images/s beside TernGrad's model in its two-level form
+    (i workers per node, j nodes) and with every link slow."""
+    from commbench.analysis.perfmodel.measured import two_level_comparison
+
+    rows = two_level_comparison(results)
+    if not rows:
+        return []
+
+    def fmt(value, spec, suffix=""):
+        return "—" if value is None else format(value, spec) + suffix
+
+    header = ("task", "method", "workers (i x j)", "link between nodes", "batch/worker", "bytes/worker/step",
+              "measured images/s", "model, two levels", "error", "model, every link slow", "error")
+    body = tuple((r["task"], r["method"], f"{r['workers']} ({r['workers_per_node']} x {r['nodes']})", r["node_link"],
+                  str(r["batch_per_worker"]), fmt(r["grad_bytes_per_step"], ",.0f"),
+                  fmt(r["measured_images_per_s"], ".2f"), fmt(r["two_level_images_per_s"], ".2f"),
+                  fmt(r["two_level_error_pct"], "+.0f", "%"), fmt(r["one_level_images_per_s"], ".2f"),
+                  fmt(r["one_level_error_pct"], "+.0f", "%")) for r in rows)
+    return [Block("h2", "Two nodes: measured vs the two-level model"),
+            Block("p", "Runs through Slurm on the two-node cluster (slurm/local/up2.sh --rate): i workers on each "
+                       "of j nodes, fast links inside a node, the rate-limited link between nodes (the run's "
+                       "node_link, checked by every process). Modelled: TernGrad's weak-scaling model (supplement "
+                       "Eq. 8-9) with |g| the run's ledger bytes per worker and step, C_nwd the node link, and as "
+                       "compute the step time of the same workers on one host's loopback (so the fast level's cost "
+                       "is in it); once with the paper's two levels (log2 j slow rounds) and once with every link "
+                       "slow (log2 N). A missing profile run leaves the model columns empty."),
             Block("table", header=header, body=body)]
 
 
@@ -110,11 +140,11 @@ def blocks(results: Path, figures_dir: Path, paper: bool = False) -> list[Block]
         out.append(Block("h2", "Paper tables"))
         out.append(Block("p", LEGEND))
         for (paper_name, source), group in sections(rows(build("all", results))):  # in each paper's own order
-            done = sum(r["reproduced"] != MISSING for r in group)
-            out.append(Block("h3", f"{PAPERS[paper_name]}: {source} ({done} of {len(group)} reproduced)"))
+            out.append(Block("h3", f"{PAPERS[paper_name]}: {source} ({verdict_counts(group)})"))
             out.append(_table_block(*layout(group)))
         out += model_blocks()
     out += network_blocks(results)
+    out += two_level_blocks(results)
     figures = plot_all(results, figures_dir, formats=("png", "pdf"), paper=paper)
     out.append(Block("h2", "Figures"))
     if not figures:

@@ -241,7 +241,8 @@ def cmd_sweep(args) -> int:
         for cfg in runs:
             line = (f"{cfg.run_id}  {cfg.task} {cfg.method} workers={cfg.workers} backend={cfg.backend} "
                     f"dataset={cfg.dataset} steps={cfg.steps} seed={cfg.seed} "
-                    f"{f'net={cfg.net} ' if cfg.net else ''}{cfg.method_params or ''}").rstrip()
+                    f"{f'net={cfg.net} ' if cfg.net else ''}{f'node_link={cfg.node_link} ' if cfg.node_link else ''}"
+                    f"{cfg.method_params or ''}").rstrip()
             print(line + (f"  [slurm: {run_shape(cfg, profile).describe()}]" if profile else ""))
         return 0
     if profile is not None:

@@ -129,7 +129,10 @@ def net_rate_bits(rate: str) -> float:
 
 
 def _net(key, v):
-    net_rate_bits(v)
+    try:
+        net_rate_bits(v)
+    except ConfigError as e:
+        raise ConfigError(f"{key}:{str(e).split(':', 1)[1]}") from None
     return v.strip().lower()  # one spelling per rate: the run id does not depend on case
 
 
@@ -228,6 +231,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("net", _net, Cited(None, "harness default: the host's own network, not emulated"),
             flag={"metavar": "RATE", "help": "dist only, needs root: every process in its own network namespace, "
                                              "each link limited to RATE (1gbit, 100mbit, 500kbit)"}),
+    Setting("node_link", _net, Cited(None, "harness default: the cluster's links as they are, not checked"),
+            flag={"metavar": "RATE", "help": "dist only: a run across nodes whose links are limited to RATE (the "
+                                             "two-node cluster's up2.sh --rate); every process checks its node's "
+                                             "link and the run fails if it is not"}),
     Setting("exchange", _choice("overlapped", "after-backward"),
             Cited("overlapped", "harness default: as DistributedDataParallel, gradients travel in buckets whose "
                              "exchange starts while backward runs"), implicit="after-backward"),
@@ -248,7 +255,7 @@ NOT_IN_ID = tuple(dict.fromkeys(s.config_field for s in SETTINGS if not s.in_id)
 NOT_COMPARED = tuple(dict.fromkeys(s.config_field for s in SETTINGS if not s.compared)) + BOOKKEEPING
 # Fields added after the first records were made: out of the id while empty (see RunConfig.model_options), so
 # a run that does not use them keeps the id it had before they existed.
-ADDED_EMPTY = ("model_options", "net")
+ADDED_EMPTY = ("model_options", "net", "node_link")
 # Fields out of the id while they hold the value every record had before they existed (a nested one by its dotted
 # name): a method's version is 1 unless its computation has changed since (methods.base.Method.version), and
 # the settings declared with an ``implicit`` value.
@@ -298,6 +305,10 @@ class RunConfig:
     # limited to this rate ("1gbit"); None: the host's own network. Part of the run id when set, since runs at
     # different rates are different measurements (bench/launch/netns.py).
     net: str | None = None
+    # The links between a multi-node run's nodes (tc tbf, set by the cluster, not the harness): the rate every
+    # process checks its node's link has before it starts (bench/run/worker.py). A separate measurement from the
+    # same run on unlimited links, so in the run id when set.
+    node_link: str | None = None
     # The method's computation version (methods.base.Method.version): in the run id from version 2 on, so a
     # changed method is re-run rather than taken as done from an old record.
     method_version: int = 1
@@ -439,6 +450,9 @@ def resolve(settings: Mapping[str, Any]) -> RunConfig:
     if values.get("net") is not None and values["backend"] != "dist":
         raise ConfigError(f"net: an emulated network ({values['net']}) needs backend dist, not "
                           f"{values['backend']} (sim workers share one process and send nothing over a network)")
+    if values.get("node_link") is not None and (values["backend"] != "dist" or values.get("net") is not None):
+        raise ConfigError(f"node_link: links between nodes ({values['node_link']}) need backend dist on a cluster, "
+                          f"not {'net=' + values['net'] if values.get('net') else 'backend ' + values['backend']}")
     if "epochs" in settings:
         if "steps" in settings:
             raise ConfigError("epochs: give --steps or --epochs, not both")
@@ -484,6 +498,7 @@ def resolve(settings: Mapping[str, Any]) -> RunConfig:
         deterministic=values["deterministic"], fail_at_step=values["fail_at_step"],
         data_root=values.get("data_root"), sources=sources, overrides=overrides,
         checkpoint_every=values["checkpoint.every"], step_sleep_s=values["step_sleep_s"], net=values.get("net"),
+        node_link=values.get("node_link"),
         model_options=_model_options(values),
         method_version=METHODS[method].version, exchange=exchange, bucket_mb=values["bucket_mb"],
     )

@@ -409,12 +409,24 @@ class Trainer:
         }
         metrics["time_breakdown"] = time_breakdown(loop.times, self.method.times, train_s)
         final_model = self.eval_model if self.method.has_global_weights else self.models[0]  # the last evaluated
+        metrics["final_weights"] = {"sha256": weights_digest(final_model.state_dict())}
         weights = ({k: v.detach().cpu().clone() for k, v in final_model.state_dict().items()}
                    if keep_weights else None)
         provenance = {"dataset": cfg.dataset, "synthetic": cfg.dataset == "synthetic",
                       "substitute_for": self.task.paper_dataset if cfg.dataset != self.task.paper_dataset else None,
                       **self.data.provenance}
         return Outcome(status, metrics, loop.history, provenance, weights, stopped_by, loop.resumed_at)
+
+
+def weights_digest(state: dict) -> str:
+    """SHA-256 of a model's final weights and buffers (names, dtypes, shapes, bytes, in name order): two runs
+    that end with the same digest computed the same model bit for bit, whatever transport or cluster ran them."""
+    h = hashlib.sha256()
+    for name in sorted(state):
+        t = state[name].detach().cpu().contiguous()
+        h.update(f"{name}:{t.dtype}:{tuple(t.shape)};".encode())
+        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+    return h.hexdigest()
 
 
 def with_test_aids(cfg: RunConfig, comm: Communicator, step: Callable[[int], None]) -> Callable[[int], None]:
@@ -502,9 +514,27 @@ def serve(cfg: RunConfig, comm: Communicator, checkpoints: Checkpoints | None = 
     final_totals(cfg, comm)
 
 
+def check_node_link(rate: str) -> None:
+    """A run that asks for links limited to ``rate`` (``node_link``) fails here, on any node whose links are not:
+    its throughput would be a measurement of some other network."""
+    import socket
+
+    from commbench.config import ConfigError, net_rate_bits
+    from commbench.store.provenance import link_limits
+
+    limits = link_limits()
+    wrong = {dev: bits for dev, bits in limits.items() if abs(bits - net_rate_bits(rate)) > 1e-6 * bits}
+    if not limits or wrong:
+        found = ", ".join(f"{dev} at {bits / 1e6:g} Mbit/s" for dev, bits in sorted(limits.items())) or "none limited"
+        raise ConfigError(f"node_link: the run asks for links of {rate}, but {socket.gethostname()}'s are {found} "
+                          f"(the two-node cluster sets them: bash slurm/local/up2.sh --rate {rate})")
+
+
 def run_rank(cfg: RunConfig, comm: Communicator, report: Reporter | None = None,
              keep_weights: bool = False, checkpoint_dir: Path | None = None) -> Outcome | None:
     """What one dist process does: serve, if its rank is a parameter server's, else train."""
+    if cfg.node_link:  # every process, on every node, before its first exchange
+        check_node_link(cfg.node_link)
     serves = bool(comm.local_servers and not comm.local_ranks)
     checkpoints = None
     if checkpoint_dir is not None:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import datetime
 import importlib.metadata
+import json
 import os
 import platform
 import socket
@@ -54,6 +55,18 @@ def run_nodes() -> list[str]:
             pass
         return [nodelist]
     return [socket.gethostname()]
+
+
+def link_limits() -> dict[str, float]:
+    """The rate limits (bits/s) on this network namespace's links, from tc: each interface but loopback whose
+    root queue is a token bucket filter. Empty where there is none, or no tc to ask."""
+    try:
+        out = subprocess.run(["tc", "-j", "qdisc", "show"], capture_output=True, text=True, timeout=10, check=True)
+        qdiscs = json.loads(out.stdout or "[]")
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return {}
+    return {q["dev"]: 8.0 * q["options"]["rate"] for q in qdiscs
+            if q.get("kind") == "tbf" and q.get("root") and q.get("dev") != "lo" and "rate" in q.get("options", {})}
 
 
 def collect_env(world_size: int, dist_backend: str | None, device: str, started_at: str,

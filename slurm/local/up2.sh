@@ -10,7 +10,8 @@
 # (whose socket every namespace reaches) and its slurmdbd, where cb2 is a second cluster; up.sh is run first
 # (idempotent), so cancelled and timed-out jobs have real states in sacct.
 #   --rate RATE  limit each node's link to RATE (tc tbf, both directions: 100mbit, 1gbit): the slow link
-#                between nodes of the papers' clusters. Default: unlimited.
+#                between nodes of the papers' clusters. Default: unlimited. On a cluster that is already up,
+#                changes the links to RATE (none: unlimited) and leaves everything else as it is.
 #   -h, --help   Print this header.
 #
 # Every daemon, namespace and link it makes is recorded in $COMMBENCH_SLURM2_STATE (default
@@ -39,7 +40,7 @@ while (($#)); do
     *) echo "up2.sh: unknown argument: $1 (try --help)" >&2; exit 2 ;;
   esac
 done
-[[ -z $RATE || $RATE =~ ^[0-9]+(\.[0-9]+)?(kbit|mbit|gbit)$ ]] || { echo "up2.sh: --rate $RATE: expected e.g. 100mbit" >&2; exit 2; }
+[[ -z $RATE || $RATE == none || $RATE =~ ^[0-9]+(\.[0-9]+)?(kbit|mbit|gbit)$ ]] || { echo "up2.sh: --rate $RATE: expected e.g. 100mbit" >&2; exit 2; }
 [[ $EUID -eq 0 ]] || die "must run as root"
 for tool in ip nsenter unshare tc; do command -v "$tool" >/dev/null || die "$tool not found (iproute2, util-linux)"; done
 
@@ -51,7 +52,22 @@ env -u SLURM_CONF COMMBENCH_SLURM_LOCKED="" bash "$HERE/up.sh" >/dev/null ||
 mkdir -p "$STATE2"
 exec 8>"$STATE2/lock"
 flock -w 60 8 || die "another up2.sh/down2.sh holds $STATE2/lock"
+# Both directions of node i's link: the root side shapes what the node receives, eth0 what it sends.
+shape() {
+  local i=$1 burst
+  tc qdisc del dev "cb2v$i" root 2>/dev/null || true
+  tc -n "cb2n$i" qdisc del dev eth0 root 2>/dev/null || true
+  [[ -n $RATE && $RATE != none ]] || return 0
+  burst=$(awk -v r="$RATE" 'BEGIN { n = r + 0; u = (r ~ /gbit/) ? 1e9 : (r ~ /mbit/) ? 1e6 : 1e3;
+                                    b = n * u / 8 / 100; print (b < 16384) ? 16384 : int(b) }')
+  tc qdisc add dev "cb2v$i" root tbf rate "$RATE" burst "$burst" latency 50ms
+  tc -n "cb2n$i" qdisc add dev eth0 root tbf rate "$RATE" burst "$burst" latency 50ms
+}
 if [[ -f $STATE2/up ]]; then
+  if [[ -n $RATE ]]; then
+    for i in "${!NODES[@]}"; do shape $((i + 1)); done
+    echo "slurm2: already up; links now ${RATE/none/unlimited}"; exit 0
+  fi
   echo "slurm2: already up (bash slurm/local/down2.sh first)"; exit 0
 fi
 rm -rf "$STATE2"/{etc,spool,log,run,bin}
@@ -71,14 +87,9 @@ for node in "${NODES[@]}"; do
   ip -n "cb2n$i" addr add "$NET.$i/24" dev eth0
   ip -n "cb2n$i" link set eth0 up
   ip -n "cb2n$i" link set lo up
-  if [[ -n $RATE ]]; then  # both directions: the root side shapes what the node receives, eth0 what it sends
-    burst=$(awk -v r="$RATE" 'BEGIN { n = r + 0; u = (r ~ /gbit/) ? 1e9 : (r ~ /mbit/) ? 1e6 : 1e3;
-                                      b = n * u / 8 / 100; print (b < 16384) ? 16384 : int(b) }')
-    tc qdisc add dev "cb2v$i" root tbf rate "$RATE" burst "$burst" latency 50ms
-    tc -n "cb2n$i" qdisc add dev eth0 root tbf rate "$RATE" burst "$burst" latency 50ms
-  fi
+  shape "$i"
 done
-echo "network: cb2br $NET.254/24, ${NODES[*]} in netns cb2n1..cb2n${#NODES[@]}${RATE:+, links at $RATE}"
+echo "network: cb2br $NET.254/24, ${NODES[*]} in netns cb2n1..cb2n${#NODES[@]}${RATE:+, links at ${RATE/none/unlimited}}"
 
 # --- configuration -----------------------------------------------------------------------------------------
 HOST=$(hostname -s)
@@ -163,4 +174,4 @@ done
 idle() { [[ $(sinfo -h -N -t idle -o %N | sort -u | wc -l) -eq ${#NODES[@]} ]]; }
 wait_for "$WAIT_S" idle || fail "the nodes (not idle)" "$STATE2/log/slurmctld.log"
 touch "$STATE2/up"
-echo "slurm2: up (${NODES[*]} idle, link ${RATE:-unlimited}) in $(since "$t_start") s; SLURM_CONF=$SLURM_CONF"
+echo "slurm2: up (${NODES[*]} idle, link $([[ -z $RATE || $RATE == none ]] && echo unlimited || echo "$RATE")) in $(since "$t_start") s; SLURM_CONF=$SLURM_CONF"

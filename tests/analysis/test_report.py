@@ -166,6 +166,36 @@ def test_a_parameter_server_run_is_priced_by_its_busiest_links(tmp_path):
     assert row["modelled_images_per_s"] == pytest.approx(16 / (0.5 + 1.5e9 / 1.25e8 / 4))
 
 
+def test_a_two_node_run_sits_beside_the_two_level_model(tmp_path):
+    """4 workers, 2 per node, 100 Mbit/s between nodes; 2.5e6 B per worker and step. The loopback profile (the
+    same 4 workers on one host) took 0.25 s a step. Two levels (i = 2, j = 2): T = 0.25 + (50e-6 + 2.5e6 /
+    1.25e7) * log2(2) = 0.45005 s; every link slow (i = 1, j = 4): T = 0.25 + 0.20005 * 2 = 0.6501 s."""
+    from commbench.analysis.perfmodel.measured import two_level_comparison
+
+    root = tmp_path / "results"
+
+    def put(run_id, node_link, nodes, train_s, images_per_s):
+        write_record(root, run_id, workers=4, steps=10, bytes_sent=int(4 * 10 * 2.5e6), images_per_s=images_per_s)
+        path = root / "runs" / f"{run_id}.json"
+        record = json.loads(path.read_text())
+        record["config"].update(node_link=node_link, global_batch=256, net=None)
+        record["metrics"].update(train_s=train_s)
+        record["env"] = {"nodes": nodes}
+        path.write_text(json.dumps(record))
+
+    put("slow", "100mbit", ["node1", "node2"], train_s=5.0, images_per_s=512.0)
+    [row] = two_level_comparison(root)
+    assert row["two_level_images_per_s"] is None and row["workers_per_node"] == 2  # no profile yet
+    put("loop", None, ["host"], train_s=2.5, images_per_s=1024.0)
+    [row] = two_level_comparison(root)
+    assert row["two_level_images_per_s"] == pytest.approx(256 / 0.45005)
+    assert row["one_level_images_per_s"] == pytest.approx(256 / 0.6501)
+    assert row["two_level_error_pct"] == pytest.approx(100 * (256 / 0.45005 - 512) / 512)
+    assert row["profile_run_id"] == "loop"
+    [block] = [b for b in report.two_level_blocks(root) if b.kind == "table"]
+    assert block.body[0][2:4] == ("4 (2 x 2)", "100mbit") and block.body[0][7:9] == ("568.83", "+11%")
+
+
 def test_a_users_report_puts_their_runs_first_and_the_papers_only_when_asked(tmp_path):
     small_results(tmp_path / "results")
     write_report(tmp_path / "results", tmp_path / "mine")

@@ -182,3 +182,28 @@ def test_a_method_parameter_in_base_applies_to_the_methods_that_have_it(tmp_path
     grid.write_text("base: {task: lenet-mnist, dataset: synthetic, method.k: 3}\naxes: {method: [baseline, bgt]}\n")
     with pytest.raises(ConfigError, match="base setting 'method.k': no method of this grid has that parameter"):
         expand(load_grid(grid))
+
+
+def test_node_link_is_part_of_the_run_id_and_needs_dist_without_net():
+    base = {"task": "lenet-mnist", "dataset": "synthetic", "method": "baseline", "workers": 4, "backend": "dist"}
+    plain, limited = resolve(base), resolve({**base, "node_link": "100Mbit"})
+    assert limited.node_link == "100mbit" and plain.node_link is None
+    assert limited.run_id != plain.run_id and plain.run_id == resolve(base).run_id
+    for bad, message in (({"node_link": "fast"}, "node_link: 'fast' is not a link rate"),
+                         ({"node_link": "1gbit", "backend": "sim"}, "node_link: .* not backend sim"),
+                         ({"node_link": "1gbit", "net": "1gbit"}, "node_link: .* not net=1gbit")):
+        with pytest.raises(ConfigError, match=message):
+            resolve({**base, **bad})
+
+
+def test_a_process_on_links_other_than_node_link_refuses_to_start(monkeypatch):
+    from commbench.run import train
+    from commbench.store import provenance
+
+    monkeypatch.setattr(provenance, "link_limits", lambda: {"eth0": 1e9})
+    train.check_node_link("1gbit")  # as asked: no error
+    with pytest.raises(ConfigError, match=r"links of 100mbit, but .*'s are eth0 at 1000 Mbit/s"):
+        train.check_node_link("100mbit")
+    monkeypatch.setattr(provenance, "link_limits", lambda: {})
+    with pytest.raises(ConfigError, match="are none limited"):
+        train.check_node_link("100mbit")

@@ -1,8 +1,10 @@
 """The real two-node Slurm cluster of slurm/local/up2.sh: both nodes idle within 5 s, one task in each node's
-network namespace, accounting that records a cancel, and nothing left after down2.sh.
+network namespace, accounting that records a cancel, runs through commbench that span both nodes and compute
+what sim computes, a parameter server on the other node, and nothing left after down2.sh.
 
 Needs root (namespaces, links, daemons) and the one-node cluster's packages; skips without them, except under
-COMMBENCH_REQUIRE_SLURM=1 (CI), where a cluster that cannot come up fails.
+COMMBENCH_REQUIRE_SLURM=1 (CI), where a cluster that cannot come up fails. CI's .ci/run brings the cluster up
+first; these tests use it where it is up (and leave it up), else bring up their own.
 """
 from __future__ import annotations
 
@@ -19,7 +21,8 @@ import pytest
 from ..conftest import REPO
 
 pytestmark = pytest.mark.slurm
-STATE = Path("/run/commbench-slurm2-test")
+STATE = Path(os.environ.get("COMMBENCH_SLURM2_STATE", "/run/commbench-slurm2"))
+RATE = "1gbit"  # the links between the nodes while these tests run
 ENV = {**os.environ, "COMMBENCH_SLURM2_STATE": str(STATE), "SLURM_CONF": str(STATE / "etc" / "slurm.conf")}
 
 
@@ -76,11 +79,14 @@ def cluster():
         if os.environ.get("COMMBENCH_REQUIRE_SLURM") == "1":
             pytest.fail(f"COMMBENCH_REQUIRE_SLURM=1 but the two-node cluster {reason}", pytrace=False)
         pytest.skip(f"the two-node cluster {reason}")
-    script("down2.sh")  # a previous session's leftovers
-    up = script("up2.sh", "--rate", "1gbit")  # COMMBENCH_SLURM_WAIT=5: both nodes idle within 5 s, or it fails
+    was_up = (STATE / "up").is_file()
+    script("down2.sh")  # a clean start: the test times the bring-up (and clears a previous session's leftovers)
+    up = script("up2.sh", "--rate", RATE)  # COMMBENCH_SLURM_WAIT=5: both nodes idle within 5 s, or it fails
     assert up.returncode == 0, up.stderr + up.stdout
     yield up.stdout
     script("down2.sh")
+    if was_up:  # as it was found (CI's, or a developer's): up, links unlimited
+        assert script("up2.sh", wait_s=30).returncode == 0
 
 
 def slurm(*args: str) -> str:
@@ -124,45 +130,60 @@ def test_accounting_records_a_cancelled_two_node_job(cluster):
     assert state.startswith("CANCELLED"), state
 
 
-def test_a_two_worker_dist_run_spans_both_nodes_and_says_so(cluster, tmp_path):
-    """Through commbench, submitit and srun with the local-2node profile (one task per node): the run's record
-    lists the hosts its ranks ran on."""
+def sweep(tmp_path: Path, grid: str, launcher: str = "slurm", succeeds: bool = True) -> list[dict]:
+    """``commbench sweep`` of a grid through the local-2node profile (or locally); the records it made."""
     profile = tmp_path / "two.yaml"
     profile.write_text((REPO / "slurm" / "profiles" / "local-2node.yaml").read_text()
                        .replace("/run/commbench-slurm2/", f"{STATE}/"))
-    grid = tmp_path / "grid.yaml"
-    grid.write_text("name: two-nodes\nbase: {task: lenet-mnist, dataset: synthetic, method: baseline, workers: 2,"
-                    " backend: dist, steps: 5, global_batch: 16}\naxes: {seed: [1]}\n")
+    (tmp_path / "grid.yaml").write_text(grid)
+    out = tmp_path / f"out-{launcher}"
     env = {k: v for k, v in ENV.items() if k != "SLURM_CONF"}  # the profile names the cluster
-    proc = subprocess.run([sys.executable, "-m", "commbench", "sweep", str(grid), "--launcher", "slurm",
-                           "--profile", str(profile), "--results", str(tmp_path / "out"), "--wait", "--quiet"],
+    proc = subprocess.run([sys.executable, "-m", "commbench", "sweep", str(tmp_path / "grid.yaml"), "--launcher",
+                           launcher, *(["--profile", str(profile), "--wait"] if launcher == "slurm" else []),
+                           "--results", str(out), "--quiet"],
                           cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    (record,) = [json.loads(p.read_text()) for p in (tmp_path / "out" / "runs").glob("*.json")]
-    assert record["status"] == "done" and record["env"]["nodes"] == ["node1", "node2"]
-    assert record["env"]["world_size"] == 2 and record["env"]["hostname"] == "node1"
+    assert (proc.returncode == 0) == succeeds, proc.stderr[-2000:]
+    return sorted((json.loads(p.read_text()) for p in (out / "runs").glob("*.json")),
+                  key=lambda r: r["config"]["method"])
 
 
-def test_parameter_servers_sit_on_the_other_node(cluster, tmp_path):
-    """A TernGrad parameter-server run, 2 workers + 2 servers, 2 tasks per node: Slurm's block distribution
-    puts ranks 0-1 (the workers) on node1 and 2-3 (the servers) on node2, so push and pull cross the link."""
-    profile = tmp_path / "two.yaml"
-    profile.write_text((REPO / "slurm" / "profiles" / "local-2node.yaml").read_text()
-                       .replace("/run/commbench-slurm2/", f"{STATE}/"))
-    grid = tmp_path / "grid.yaml"
-    grid.write_text("name: two-nodes-ps\nbase: {task: lenet-mnist, dataset: synthetic, method: terngrad, "
-                    "method.topology: ps, method.servers: 2, workers: 2, backend: dist, steps: 5, global_batch: 16}"
-                    "\naxes: {seed: [1]}\nslurm: {tasks_per_node: 2}\n")
-    env = {k: v for k, v in ENV.items() if k != "SLURM_CONF"}
-    proc = subprocess.run([sys.executable, "-m", "commbench", "sweep", str(grid), "--launcher", "slurm",
-                           "--profile", str(profile), "--results", str(tmp_path / "out"), "--wait", "--quiet"],
-                          cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    (record,) = [json.loads(p.read_text()) for p in (tmp_path / "out" / "runs").glob("*.json")]
-    env = record["env"]
-    assert record["status"] == "done" and env["parameter_servers"] == 2
-    assert env["nodes"] == ["node1", "node2"] and env["slurm_tasks_per_node"] == "2(x2)"
-    assert record["metrics"]["server_bytes_sent"] > 0
+def test_baseline_and_terngrad_span_both_nodes_and_compute_what_sim_computes(cluster, tmp_path):
+    """Through commbench, submitit and srun, one task per node: each record lists both hosts, the links were
+    checked at the rate the run asks for (node_link), and the final weights (their digest) and the byte counts
+    equal those of the same configuration in sim, in one process."""
+    grid = ("name: two-nodes\nbase: {task: lenet-mnist, dataset: synthetic, workers: 2, backend: dist, steps: 5, "
+            f"global_batch: 16, node_link: {RATE}}}\naxes: {{method: [baseline, terngrad]}}\n")
+    records = sweep(tmp_path, grid)
+    sims = sweep(tmp_path, grid.replace(f", node_link: {RATE}", "").replace("backend: dist", "backend: sim"),
+                 launcher="local")
+    assert [r["config"]["method"] for r in records] == [r["config"]["method"] for r in sims] == ["baseline", "terngrad"]
+    for record, sim in zip(records, sims):
+        assert record["status"] == sim["status"] == "done"
+        assert record["env"]["nodes"] == ["node1", "node2"] and record["env"]["hostname"] == "node1"
+        assert record["env"]["world_size"] == 2 and record["config"]["node_link"] == RATE
+        for key in ("final_weights", "bytes_sent", "bytes_received", "final_train_loss"):
+            assert record["metrics"][key] == sim["metrics"][key], (record["config"]["method"], key)
+
+
+def test_a_run_on_links_other_than_it_asks_for_fails_naming_them(cluster, tmp_path):
+    grid = ("name: two-nodes-wrong-link\nbase: {task: lenet-mnist, dataset: synthetic, method: baseline, "
+            "workers: 2, backend: dist, steps: 5, global_batch: 16, node_link: 100mbit}\naxes: {seed: [1]}\n")
+    (record,) = sweep(tmp_path, grid, succeeds=False)
+    assert record["status"] == "failed"
+    assert "node_link: the run asks for links of 100mbit, but node" in record["error"]
+    assert "eth0 at 1000 Mbit/s" in record["error"], record["error"]
+
+
+def test_ssdsgd_parameter_server_sits_on_the_other_node(cluster, tmp_path):
+    """SSD-SGD, 2 workers + 1 server, 2 tasks per node: Slurm's block distribution puts ranks 0-1 (the workers)
+    on node1 and rank 2 (the server) on node2, so every push and pull crosses the link."""
+    grid = ("name: two-nodes-ps\nbase: {task: lenet-mnist, dataset: synthetic, method: ssdsgd, workers: 2, "
+            "backend: dist, steps: 6, global_batch: 16}\naxes: {seed: [1]}\nslurm: {tasks_per_node: 2}\n")
+    (record,) = sweep(tmp_path, grid)
+    env, m = record["env"], record["metrics"]
+    assert record["status"] == "done" and env["parameter_servers"] == 1
+    assert env["nodes"] == ["node1", "node2"] and env["slurm_tasks_per_node"] == "2,1"
+    assert m["server_bytes_sent"] > 0 and m["server_bytes_received"] == m["bytes_sent"] > 0
 
 
 def test_down_leaves_no_namespace_link_or_daemon(cluster):

@@ -13,6 +13,13 @@ network term is therefore the time of the busiest links, from the ledger: the se
 S links at the rate, or each worker's own bytes, whichever takes longer; with no overlap of computation and
 communication assumed (an upper bound for SSD-SGD, whose pushes may overlap the next iteration).
 
+A run across nodes whose links are limited (``node_link``: the two-node cluster, several workers per node) is
+the case TernGrad's model was written for: i workers per node talk over fast links, j nodes over slow ones.
+:func:`two_level_comparison` prices it with i and j from the record (its nodes and workers), the node link as
+C_nwd and the host's loopback as the fast level (its cost is in the loopback profile's step time), beside the
+same model with every link slow (i = 1, j = N): which of the two the measurement follows says whether the
+two-level form is needed.
+
 The model's compute term assumes each worker computes alone, as on the paper's GPUs. On one host the workers
 share its cores, and each also decodes its peers' payloads, so a second prediction takes the compute time
 from a run of the same workers on the host's loopback (``net`` unset: the same processes, the same sharing,
@@ -100,5 +107,42 @@ def comparison(results: Path) -> list[dict]:
             row["modelled_images_per_s"], row["model_error_pct"] = _predict(r, batch, step_s)
         if (step_s := _step_s(loopback.get((_key(cfg), cfg["workers"])))) is not None:
             row["loopback_modelled_images_per_s"], row["loopback_model_error_pct"] = _predict(r, batch, step_s)
+        rows.append(row)
+    return rows
+
+
+def two_level_comparison(results: Path) -> list[dict]:
+    """One row per done all-reduce run across nodes with limited links (``node_link``): measured images/s beside
+    the weak-scaling model with i workers per node and j nodes (two levels), and with every link slow (one
+    level), each with the loopback profile (the same workers on one host, no limit) and its error (%)."""
+    records = [r for r in iter_records(results) if r.get("status") == Status.DONE and isinstance(r.get("config"), dict)]
+    loopback = {(_key(r["config"]), r["config"]["workers"]): r for r in records
+                if not r["config"].get("net") and not r["config"].get("node_link")
+                and r["config"].get("backend") == "dist" and len((r.get("env") or {}).get("nodes") or [None]) == 1}
+    rows = []
+    for r in sorted(records, key=lambda r: (r["config"]["task"], r["config"]["method"], r["config"].get("node_link")
+                                            or "", r["config"]["workers"], r["run_id"])):
+        cfg, m, nodes = r["config"], r["metrics"], sorted(set((r.get("env") or {}).get("nodes") or []))
+        if not cfg.get("node_link") or len(nodes) < 2 or servers_of(r) or not m.get("images_per_s"):
+            continue
+        if cfg["workers"] % len(nodes):
+            continue  # an uneven spread: the model has i workers on every node
+        batch, per_node = cfg["global_batch"] // cfg["workers"], cfg["workers"] // len(nodes)
+        row = {"task": cfg["task"], "method": cfg["method"], "workers": cfg["workers"], "nodes": len(nodes),
+               "workers_per_node": per_node, "node_link": cfg["node_link"], "batch_per_worker": batch,
+               "grad_bytes_per_step": m["bytes_sent"] / (cfg["workers"] * m["steps"]),
+               "measured_images_per_s": m["images_per_s"], "two_level_images_per_s": None,
+               "two_level_error_pct": None, "one_level_images_per_s": None, "one_level_error_pct": None,
+               "profile_run_id": None, "run_id": r["run_id"]}
+        profile = loopback.get((_key(cfg), cfg["workers"]))
+        if (step_s := _step_s(profile)) is not None:
+            row["profile_run_id"] = profile["run_id"]
+            for level, i in (("two_level", per_node), ("one_level", 1)):
+                p = predict(cfg["task"], cfg["method"], cfg["workers"], net_rate_bits(cfg["node_link"]) / 8,
+                            step_time_s=step_s, batch=batch, gpus_per_node=i, latency_s=LATENCY_1GBE.value,
+                            cpu_gpu_bytes_per_s=NO_COPY, gpu_gpu_bytes_per_s=NO_COPY,
+                            grad_bytes=row["grad_bytes_per_step"])
+                row[f"{level}_images_per_s"] = p.images_per_s
+                row[f"{level}_error_pct"] = 100.0 * (p.images_per_s - m["images_per_s"]) / m["images_per_s"]
         rows.append(row)
     return rows
