@@ -39,7 +39,8 @@ FLAGS: dict[str, dict[str, Callable[[dict], bool]]] = {
 }
 LOCAL_RULES = {"glu": "glu", "local-sgd": "sgd", "sgd": "sgd", "no-local": "none", "dcasgd": "dcasgd"}
 # the parts of a configuration that must agree between a run and the baseline run it is compared with
-PAIR_KEYS = ("task", "dataset", "workers", "backend", "tier", "steps", "seed", "global_batch", "recipe", "net")
+PAIR_KEYS = ("task", "dataset", "workers", "backend", "tier", "steps", "seed", "global_batch", "recipe", "net",
+             "node_link")
 # configuration fields that do not tell one setting from another (declared with each setting in config)
 NOT_SETTING = NOT_COMPARED
 BYTE_UNITS = {"B": 1.0, "KB": 1e3, "MB": 1e6, "GB": 1e9, "MiB": 2.0 ** 20}
