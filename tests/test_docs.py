@@ -3,7 +3,6 @@ resolve."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from .conftest import REPO
 

@@ -99,12 +99,14 @@ def two_level_blocks(results: Path) -> list[Block]:
         return "—" if value is None else format(value, spec) + suffix
 
     header = ("task", "method", "workers (i x j)", "link between nodes", "batch/worker", "bytes/worker/step",
-              "measured images/s", "model, two levels", "error", "model, every link slow", "error")
+              "measured images/s", "model, two levels", "error", "model, every link slow", "error",
+              "ring on the node links", "error")
     body = tuple((r["task"], r["method"], f"{r['workers']} ({r['workers_per_node']} x {r['nodes']})", r["node_link"],
                   str(r["batch_per_worker"]), fmt(r["grad_bytes_per_step"], ",.0f"),
                   fmt(r["measured_images_per_s"], ".2f"), fmt(r["two_level_images_per_s"], ".2f"),
                   fmt(r["two_level_error_pct"], "+.0f", "%"), fmt(r["one_level_images_per_s"], ".2f"),
-                  fmt(r["one_level_error_pct"], "+.0f", "%")) for r in rows)
+                  fmt(r["one_level_error_pct"], "+.0f", "%"), fmt(r["ring_images_per_s"], ".2f"),
+                  fmt(r["ring_error_pct"], "+.0f", "%")) for r in rows)
     return [Block("h2", "Two nodes: measured vs the two-level model"),
             Block("p", "Runs through Slurm on the two-node cluster (slurm/local/up2.sh --rate): i workers on each "
                        "of j nodes, fast links inside a node, the rate-limited link between nodes (the run's "
@@ -112,7 +114,10 @@ def two_level_blocks(results: Path) -> list[Block]:
                        "Eq. 8-9) with |g| the run's ledger bytes per worker and step, C_nwd the node link, and as "
                        "compute the step time of the same workers on one host's loopback (so the fast level's cost "
                        "is in it); once with the paper's two levels (log2 j slow rounds) and once with every link "
-                       "slow (log2 N). A missing profile run leaves the model columns empty."),
+                       "slow (log2 N). The last prediction is the harness's own: the same compute plus the bytes "
+                       "gloo's ring puts on each node's link, from the ledger (an all-gather's ring edge carries "
+                       "(N-1) |g|, an all-reduce's 2 (N-1)/N |g|; bench/analysis/perfmodel/measured.py). A missing "
+                       "profile run leaves the model columns empty."),
             Block("table", header=header, body=body)]
 
 

@@ -192,6 +192,14 @@ def test_a_two_node_run_sits_beside_the_two_level_model(tmp_path):
     assert row["one_level_images_per_s"] == pytest.approx(256 / 0.6501)
     assert row["two_level_error_pct"] == pytest.approx(100 * (256 / 0.45005 - 512) / 512)
     assert row["profile_run_id"] == "loop"
+    # the ring: an all-reduce (received <= sent) puts 2 (N-1)/N |g| = 3.75e6 B on each node's link a step
+    assert row["ring_link_bytes_per_step"] == pytest.approx(3.75e6)
+    assert row["ring_images_per_s"] == pytest.approx(256 / (0.25 + 3.75e6 / 1.25e7))
+    path = root / "runs" / "slow.json"  # an all-gather: each worker receives its 3 peers' payloads
+    record = json.loads(path.read_text())
+    record["metrics"]["bytes_received"] = 3 * record["metrics"]["bytes_sent"]
+    path.write_text(json.dumps(record))
+    assert two_level_comparison(root)[0]["ring_link_bytes_per_step"] == pytest.approx(7.5e6)
     [block] = [b for b in report.two_level_blocks(root) if b.kind == "table"]
     assert block.body[0][2:4] == ("4 (2 x 2)", "100mbit") and block.body[0][7:9] == ("568.83", "+11%")
 

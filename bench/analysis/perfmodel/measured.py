@@ -18,7 +18,10 @@ the case TernGrad's model was written for: i workers per node talk over fast lin
 :func:`two_level_comparison` prices it with i and j from the record (its nodes and workers), the node link as
 C_nwd and the host's loopback as the fast level (its cost is in the loopback profile's step time), beside the
 same model with every link slow (i = 1, j = N): which of the two the measurement follows says whether the
-two-level form is needed.
+two-level form is needed. A third prediction is the harness's own: the bytes gloo's ring puts on each node's
+link (one ring edge leaves each node), from the ledger: an all-gather's edge carries all that a worker receives,
+(N-1) |g|; an all-reduce's (reduce-scatter, then all-gather) 2 (N-1) / N |g|; the model's log2 j rounds of |g|
+count neither.
 
 The model's compute term assumes each worker computes alone, as on the paper's GPUs. On one host the workers
 share its cores, and each also decodes its peers' payloads, so a second prediction takes the compute time
@@ -111,6 +114,16 @@ def comparison(results: Path) -> list[dict]:
     return rows
 
 
+def ring_link_bytes(record: dict) -> float:
+    """Bytes per step on each node's link when the workers exchange in one ring (gloo's all-reduce and
+    all-gather), from the ledger: an all-gather (a worker receives more than it sends) puts on every ring edge
+    all that a worker receives; an all-reduce 2 (N-1) / N of what a worker sends."""
+    cfg, m = record["config"], record["metrics"]
+    n, steps = cfg["workers"], m["steps"]
+    sent, received = m["bytes_sent"] / (n * steps), m["bytes_received"] / (n * steps)
+    return received if received > sent else 2 * (n - 1) / n * sent
+
+
 def two_level_comparison(results: Path) -> list[dict]:
     """One row per done all-reduce run across nodes with limited links (``node_link``): measured images/s beside
     the weak-scaling model with i workers per node and j nodes (two levels), and with every link slow (one
@@ -133,6 +146,7 @@ def two_level_comparison(results: Path) -> list[dict]:
                "grad_bytes_per_step": m["bytes_sent"] / (cfg["workers"] * m["steps"]),
                "measured_images_per_s": m["images_per_s"], "two_level_images_per_s": None,
                "two_level_error_pct": None, "one_level_images_per_s": None, "one_level_error_pct": None,
+               "ring_link_bytes_per_step": ring_link_bytes(r), "ring_images_per_s": None, "ring_error_pct": None,
                "profile_run_id": None, "run_id": r["run_id"]}
         profile = loopback.get((_key(cfg), cfg["workers"]))
         if (step_s := _step_s(profile)) is not None:
@@ -143,6 +157,9 @@ def two_level_comparison(results: Path) -> list[dict]:
                             cpu_gpu_bytes_per_s=NO_COPY, gpu_gpu_bytes_per_s=NO_COPY,
                             grad_bytes=row["grad_bytes_per_step"])
                 row[f"{level}_images_per_s"] = p.images_per_s
-                row[f"{level}_error_pct"] = 100.0 * (p.images_per_s - m["images_per_s"]) / m["images_per_s"]
+            ring_s = step_s + row["ring_link_bytes_per_step"] / (net_rate_bits(cfg["node_link"]) / 8)
+            row["ring_images_per_s"] = cfg["workers"] * batch / ring_s
+            for level in ("two_level", "one_level", "ring"):
+                row[f"{level}_error_pct"] = 100.0 * (row[f"{level}_images_per_s"] - m["images_per_s"]) / m["images_per_s"]
         rows.append(row)
     return rows
