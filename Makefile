@@ -51,7 +51,7 @@ report: $(STAMP)
 # The reproduction campaign: bench/grids/campaign/*.yaml, records in results/campaign/. Hours of CPU time; it
 # is resumable (done runs are skipped), so stop it at will and run it again. `commbench status --out
 # results/campaign --grid GRID` says what is left of a grid. The emulated-network grid needs root: campaign-net.
-CAMPAIGN = terngrad-fig3 terngrad-fig3-seed2 terngrad-fig3-wide terngrad-table1 ssdsgd-table2 threshold-tables terngrad-table2 model-sizes
+CAMPAIGN = terngrad-fig3 terngrad-fig3-seed2 terngrad-fig3-wide terngrad-table1 ssdsgd-table2 ssdsgd-fig4-fig5 threshold-tables terngrad-table2 model-sizes
 campaign: $(STAMP) $(FASHION)
 	for g in $(CAMPAIGN); do $(VENV)/bin/commbench sweep bench/grids/campaign/$$g.yaml --out results/campaign; done
 

@@ -27,6 +27,7 @@ def row(task: str, method: str, optimizer: str | None = None, workers: int | Non
 CASES = {  # grid -> the paper row its runs stand in for
     "threshold-tables": row("nin-imagenet", "wgt", "momentum", 8),
     "ssdsgd-table2": row("resnet20-cifar10", "ssdsgd", "momentum", 4),
+    "ssdsgd-fig4-fig5": row("resnet20-cifar10", "ssdsgd", "momentum", 4),
     "terngrad-table1": row("cifarnet-cifar10", "terngrad", "adam", 2),
     "terngrad-table2": row("alexnet-imagenet", "terngrad", "momentum", 2),
 }

@@ -296,6 +296,21 @@ def test_a_warm_up_one_step_off_matches_and_is_marked(tmp_path):
     assert cell.run_ids == ["ok"] and "warm-up 499 for 500" in cell.markers
 
 
+def test_the_papers_own_model_wins_over_its_stand_in_once_it_has_run(tmp_path):
+    refs = write_refs(tmp_path / "paper", "ssdsgd", [
+        {"source": "Table 2", "row": "k=2", "task": "resnet20-cifar10", "method": "ssdsgd", "delay_steps": "2",
+         "warmup_steps": "500", "variant": "glu", "metric": "top1", "value": "92.2"}],
+        analogues="- {paper: ssdsgd, task: resnet20-cifar10, use: {task: lenet-mnist, workers: 4}}\n")
+    results = tmp_path / "results"
+    glu = {"k": 2, "warmup": 499, "local_rule": "glu"}
+    write_record(results, "lenet", method="ssdsgd", workers=4, params=glu, top1=0.98)
+    [cell] = build("ssdsgd", results, refs)
+    assert cell.run_ids == ["lenet"] and "model: lenet-mnist for resnet20-cifar10" in cell.markers
+    write_record(results, "resnet", task="resnet20-cifar10", method="ssdsgd", workers=4, params=glu, top1=0.80)
+    [cell] = build("ssdsgd", results, refs)
+    assert cell.run_ids == ["resnet"] and not any(m.startswith("model:") for m in cell.markers)
+
+
 def test_speeds_are_not_taken_from_a_stand_in_model(tmp_path):
     refs = write_refs(tmp_path / "paper", "terngrad", [
         {"source": "Figure 5", "row": "3.04x", "task": "alexnet-imagenet", "method": "terngrad", "workers": "2",

@@ -443,6 +443,10 @@ def reproduce(ref: Reference, records: list[dict], analogues: list[Analogue],
               references: list[Reference] = ()) -> Cell:
     """``references``: the paper's other rows (baselines to scale bytes to and to take accuracy gaps from)."""
     want, analogue = target(ref, analogues)
+    if analogue is not None:  # the paper's own model, where it has been run, before any stand-in
+        own, _ = target(ref, [])
+        if any(matches(r, ref, own) for r in records):
+            want, analogue = own, None
     cell = Cell(ref)
     metric = ref.metric
     stand_in = analogue
