@@ -423,8 +423,29 @@ def test_a_modelled_speed_up_is_measured_on_the_emulated_network_and_only_from_r
     [cell] = build("terngrad", results, refs)
     assert cell.run_ids == ["terngrad-w4"] and cell.values == pytest.approx([2.0])
     assert "measured on the emulated network, where the paper's value is modelled" in cell.markers
-    assert "fewer workers: 4 of 8" in cell.markers
+    assert "fewer workers: 4 of 8" in cell.markers and "4 workers" in cell.markers
+    assert "link: 100mbit to every process (emulated)" in cell.markers
     assert "other settings: 100mbit 3" in cell.markers
+
+
+def test_a_speed_up_counts_only_against_a_baseline_that_overlaps_its_exchange(tmp_path):
+    """A baseline that waits for the whole backward pass before its all-reduce is a strawman: the speed-up
+    over it is left out, saying why; against the overlapped (DDP) one it counts, with its link and workers."""
+    refs = write_refs(tmp_path / "paper", "terngrad", [
+        {"source": "Figure 5", "row": "3.04x", "task": "alexnet-imagenet", "method": "terngrad", "workers": "2",
+         "metric": "speedup", "value": "3.04", "unit": "x"}])
+    results = tmp_path / "results"
+    common = {"task": "alexnet-imagenet", "steps": 4, "dataset": "synthetic"}
+    write_record(results, "t", method="terngrad", images_per_s=3.0, params=TERNGRAD["terngrad"],
+                 config={"node_link": "100mbit"}, **common)
+    write_record(results, "b", images_per_s=1.0, config={"node_link": "100mbit", "exchange": "after-backward"},
+                 **common)
+    [cell] = build("terngrad", results, refs)
+    assert cell.values == [] and "overlaps its exchange with backward" in cell.why_missing
+    write_record(results, "b", images_per_s=1.5, config={"node_link": "100mbit"}, **common)
+    [cell] = build("terngrad", results, refs)
+    assert cell.values == pytest.approx([2.0]) and cell.run_ids == ["t"]
+    assert {"link: 100mbit between nodes", "2 workers", "measured over 4 steps"} <= set(cell.markers)
 
 
 def test_a_paper_gap_takes_the_papers_one_baseline_of_the_setting_when_the_table_has_none(tmp_path):

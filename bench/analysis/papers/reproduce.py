@@ -215,8 +215,11 @@ def markers(records: list[dict], ref: Reference, analogue: Analogue | None) -> l
             add(f"data: {cfg.get('dataset')} for {ref.dataset}")
         steps = cfg.get("steps")
         tier_steps = ((cfg.get("overrides") or {}).get("steps") or {}).get("paper")
-        if ref.metric in SPEED_METRICS:  # a speed is an average over some steps, not a training run
+        if ref.metric in SPEED_METRICS:  # a speed is an average over some steps on one link, not a training run
             add(f"measured over {steps} steps")
+            add(f"link: {cfg['net']} to every process (emulated)" if cfg.get("net") else
+                f"link: {cfg['node_link']} between nodes" if cfg.get("node_link") else "link: one host's loopback")
+            add(f"{cfg.get('workers')} workers")
         elif ref.iterations and steps is not None and steps < ref.iterations:
             add(f"shortened: {steps:,} of {ref.iterations:,} iterations")
         elif not ref.iterations and tier_steps and steps is not None and steps < tier_steps:
@@ -329,10 +332,18 @@ def _pair_key(record: dict, exchange: bool) -> tuple:
 EXCHANGE_BOUND = ("speedup", "speedup_pct")
 
 
+def overlapped_or_ps(record: dict) -> bool:
+    """A baseline a speed-up may be measured against: an all-reduce that overlaps backward in buckets, as
+    DistributedDataParallel does (records from before the overlap read as after backward), or synchronous
+    SGD on parameter servers, which a PS method is compared with on the same servers."""
+    return _exchange(record)[0] == "ps" or record["config"].get("exchange") == "overlapped"
+
+
 def _paired(runs: list[dict], baselines: list[dict], how, exchange: bool = False) -> list[tuple[float, dict]]:
     """(how(run, baseline), run) for each run with a baseline of the same setting and seed; ``exchange``: and
-    on the same exchange (``EXCHANGE_BOUND`` metrics)."""
-    by_key = {_pair_key(b, exchange): b for b in baselines}
+    on the same exchange, against a baseline people run (``EXCHANGE_BOUND`` metrics: a speed-up over an
+    all-reduce that waits for the whole backward pass would flatter the method)."""
+    by_key = {_pair_key(b, exchange): b for b in baselines if not exchange or overlapped_or_ps(b)}
     out = []
     for r in runs:
         b = by_key.get(_pair_key(r, exchange))
@@ -492,7 +503,9 @@ def reproduce(ref: Reference, records: list[dict], analogues: list[Analogue],
     elif metric in PAIRED:
         pairs, others = nearest(_paired(runs, baselines, PAIRED[metric], metric in EXCHANGE_BOUND), ref, want)
         if runs and not pairs:
-            cell.why_missing = "no baseline run of the same setting to compare with"
+            cell.why_missing = "no baseline run of the same setting to compare with" + (
+                " (a speed-up counts only against a baseline that overlaps its exchange with backward, as DDP, or "
+                "synchronous SGD on the same parameter servers)" if metric in EXCHANGE_BOUND else "")
     elif metric in BATCH_LOSS:
         pairs, others = nearest(_batch_partners(runs, records, BATCH_LOSS[metric]), ref, want)
         if runs and not pairs:
