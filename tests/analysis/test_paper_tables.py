@@ -311,6 +311,24 @@ def test_the_papers_own_model_wins_over_its_stand_in_once_it_has_run(tmp_path):
     assert cell.run_ids == ["resnet"] and not any(m.startswith("model:") for m in cell.markers)
 
 
+def test_a_row_the_own_models_runs_cannot_fill_falls_back_to_the_stand_in(tmp_path):
+    """Figure 4's chosen warm-up needs a sweep of warm-up lengths: one ResNet-20 run at 500 is no sweep, the
+    stand-in's sweep fills the row."""
+    refs = write_refs(tmp_path / "paper", "ssdsgd", [
+        {"source": "Section 4.2", "row": "warm-up chosen", "task": "resnet20-cifar10", "method": "ssdsgd",
+         "delay_steps": "1", "warmup_steps": "500", "variant": "glu", "metric": "warmup_steps_chosen",
+         "value": "500", "unit": "iterations"}],
+        analogues="- {paper: ssdsgd, task: resnet20-cifar10, use: {task: lenet-mnist, workers: 4}}\n")
+    results = tmp_path / "results"
+    write_record(results, "resnet", task="resnet20-cifar10", method="ssdsgd", workers=4, top1=0.8,
+                 params={"k": 1, "warmup": 500, "local_rule": "glu"})
+    for warmup, top1 in ((100, 0.97), (300, 0.98), (500, 0.99)):
+        write_record(results, f"lenet-{warmup}", method="ssdsgd", workers=4, top1=top1,
+                     params={"k": 1, "warmup": warmup, "local_rule": "glu"})
+    [cell] = build("ssdsgd", results, refs)
+    assert cell.values == [500.0] and "model: lenet-mnist for resnet20-cifar10" in cell.markers
+
+
 def test_speeds_are_not_taken_from_a_stand_in_model(tmp_path):
     refs = write_refs(tmp_path / "paper", "terngrad", [
         {"source": "Figure 5", "row": "3.04x", "task": "alexnet-imagenet", "method": "terngrad", "workers": "2",

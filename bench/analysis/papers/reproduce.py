@@ -454,10 +454,10 @@ def reproduce(ref: Reference, records: list[dict], analogues: list[Analogue],
               references: list[Reference] = ()) -> Cell:
     """``references``: the paper's other rows (baselines to scale bytes to and to take accuracy gaps from)."""
     want, analogue = target(ref, analogues)
-    if analogue is not None:  # the paper's own model, where it has been run, before any stand-in
-        own, _ = target(ref, [])
-        if any(matches(r, ref, own) for r in records):
-            want, analogue = own, None
+    if analogue is not None:  # the paper's own model, where its runs fill the row, before any stand-in
+        own = reproduce(ref, records, [a for a in analogues if a is not analogue], references)
+        if own.values:
+            return own
     cell = Cell(ref)
     metric = ref.metric
     stand_in = analogue
