@@ -281,32 +281,33 @@ def test_the_command_builds_every_paper_table_on_an_empty_results_folder(tmp_pat
     assert bad.returncode == 2 and "nowhere" in bad.stderr
 
 
-def test_a_warm_up_one_step_off_matches_and_is_marked(tmp_path):
-    refs = write_refs(tmp_path / "paper", "ssdsgd", [
+GLU_K2 = {"k": 2, "warmup": 499, "local_rule": "glu"}  # Table 2's k = 2 as Algorithm 1 allows: (1 + 499) % 2 == 0
+
+
+def ssdsgd_k2_row(tmp_path: Path) -> Path:
+    """SSD-SGD Table 2's k = 2 row on ResNet-20, with LeNet on 4 workers as its stand-in."""
+    return write_refs(tmp_path / "paper", "ssdsgd", [
         {"source": "Table 2", "row": "k=2", "task": "resnet20-cifar10", "method": "ssdsgd", "delay_steps": "2",
          "warmup_steps": "500", "variant": "glu", "metric": "top1", "value": "92.2"}],
         analogues="- {paper: ssdsgd, task: resnet20-cifar10, use: {task: lenet-mnist, workers: 4}}\n")
-    results = tmp_path / "results"
-    glu = {"k": 2, "warmup": 499, "local_rule": "glu"}
-    write_record(results, "ok", method="ssdsgd", workers=4, params=glu)
-    write_record(results, "far", method="ssdsgd", workers=4, params={**glu, "warmup": 99})
-    write_record(results, "sgd", method="ssdsgd", workers=4, params={**glu, "local_rule": "sgd"})
-    write_record(results, "w2", method="ssdsgd", workers=2, params=glu)
+
+
+def test_a_warm_up_one_step_off_matches_and_is_marked(tmp_path):
+    refs, results = ssdsgd_k2_row(tmp_path), tmp_path / "results"
+    write_record(results, "ok", method="ssdsgd", workers=4, params=GLU_K2)
+    write_record(results, "far", method="ssdsgd", workers=4, params={**GLU_K2, "warmup": 99})
+    write_record(results, "sgd", method="ssdsgd", workers=4, params={**GLU_K2, "local_rule": "sgd"})
+    write_record(results, "w2", method="ssdsgd", workers=2, params=GLU_K2)
     [cell] = build("ssdsgd", results, refs)
     assert cell.run_ids == ["ok"] and "warm-up 499 for 500" in cell.markers
 
 
 def test_the_papers_own_model_wins_over_its_stand_in_once_it_has_run(tmp_path):
-    refs = write_refs(tmp_path / "paper", "ssdsgd", [
-        {"source": "Table 2", "row": "k=2", "task": "resnet20-cifar10", "method": "ssdsgd", "delay_steps": "2",
-         "warmup_steps": "500", "variant": "glu", "metric": "top1", "value": "92.2"}],
-        analogues="- {paper: ssdsgd, task: resnet20-cifar10, use: {task: lenet-mnist, workers: 4}}\n")
-    results = tmp_path / "results"
-    glu = {"k": 2, "warmup": 499, "local_rule": "glu"}
-    write_record(results, "lenet", method="ssdsgd", workers=4, params=glu, top1=0.98)
+    refs, results = ssdsgd_k2_row(tmp_path), tmp_path / "results"
+    write_record(results, "lenet", method="ssdsgd", workers=4, params=GLU_K2, top1=0.98)
     [cell] = build("ssdsgd", results, refs)
     assert cell.run_ids == ["lenet"] and "model: lenet-mnist for resnet20-cifar10" in cell.markers
-    write_record(results, "resnet", task="resnet20-cifar10", method="ssdsgd", workers=4, params=glu, top1=0.80)
+    write_record(results, "resnet", task="resnet20-cifar10", method="ssdsgd", workers=4, params=GLU_K2, top1=0.80)
     [cell] = build("ssdsgd", results, refs)
     assert cell.run_ids == ["resnet"] and not any(m.startswith("model:") for m in cell.markers)
 
