@@ -480,13 +480,14 @@ def test_a_paper_gap_takes_the_papers_one_baseline_of_the_setting_when_the_table
 
 
 def test_a_baseline_row_takes_the_setting_its_tables_methods_ran_in(tmp_path):
-    # Two baseline settings are equally far from the paper's batch 512; only one has a TernGrad run beside it,
-    # so the floating row and the TernGrad row of the table describe the same experiment.
+    # Two baseline settings of the stand-in are equally far from the paper's batch 512; only one has a TernGrad
+    # run beside it, so the floating row and the TernGrad row of the table describe the same experiment.
     refs = write_refs(tmp_path / "paper", "terngrad", [
-        {"source": "Table 2", "row": "floating", "task": "lenet-mnist", "method": "baseline", "workers": "4",
+        {"source": "Table 2", "row": "floating", "task": "alexnet-imagenet", "method": "baseline", "workers": "4",
          "global_batch": "512", "metric": "top1", "value": "57.32"},
-        {"source": "Table 2", "row": "TernGrad", "task": "lenet-mnist", "method": "terngrad", "workers": "4",
-         "global_batch": "512", "metric": "top1", "value": "57.28"}])
+        {"source": "Table 2", "row": "TernGrad", "task": "alexnet-imagenet", "method": "terngrad", "workers": "4",
+         "global_batch": "512", "metric": "top1", "value": "57.28"}],
+        analogues="- {paper: terngrad, task: alexnet-imagenet, use: {task: lenet-mnist}}\n")
     results = tmp_path / "results"
     for run_id, method, batch, top1 in (("b-other", "baseline", 128, 0.95), ("b-with-terngrad", "baseline", 64, 0.90),
                                         ("t", "terngrad", 64, 0.91)):
@@ -494,6 +495,21 @@ def test_a_baseline_row_takes_the_setting_its_tables_methods_ran_in(tmp_path):
                      params=TERNGRAD["terngrad"] if method == "terngrad" else None)
     floating, terngrad = build("terngrad", results, refs)
     assert floating.run_ids == ["b-with-terngrad"] and terngrad.gap == pytest.approx(1.0)
+
+
+def test_the_papers_own_model_at_another_total_batch_fills_no_row_that_states_one(tmp_path):
+    """A 200-step speed measurement of LeNet at 4 x 64 is no point of Figure 3, whose total batch is 64."""
+    refs = write_refs(tmp_path / "paper", "terngrad", [
+        {"source": "Figure 3", "row": "TernGrad", "task": "lenet-mnist", "method": "terngrad", "workers": "4",
+         "global_batch": "64", "metric": "top1", "value": "99.0"}])
+    results = tmp_path / "results"
+    write_record(results, "speed", method="terngrad", workers=4, steps=200, params=TERNGRAD["terngrad"],
+                 config={"global_batch": 256, "node_link": "100mbit"})
+    [cell] = build("terngrad", results, refs)
+    assert cell.values == []
+    write_record(results, "fig3", method="terngrad", workers=4, params=TERNGRAD["terngrad"], top1=0.99)
+    [cell] = build("terngrad", results, refs)
+    assert cell.run_ids == ["fig3"]
 
 
 def test_a_row_over_momentum_and_vanilla_sgd_takes_its_extreme_over_both(tmp_path):

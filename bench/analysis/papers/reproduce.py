@@ -115,6 +115,10 @@ def matches(record: dict, ref: Reference, want: dict, method: str | None = None,
         return False
     if want["workers"] and cfg.get("workers") != want["workers"]:
         return False
+    # the paper's own model at another total batch is another experiment (a 200-step speed measurement at 4 x 64
+    # is no point of Figure 3's batch 64); a stand-in's batch may differ, and its row says so
+    if want["global_batch"] and want["task"] == ref.task and cfg.get("global_batch") != want["global_batch"]:
+        return False
     if method == ref.method:  # the row's own method parameters (a paired baseline has none of them)
         if ref.threshold is not None and not _close(params.get("threshold"), ref.threshold):
             return False
