@@ -498,18 +498,33 @@ def test_a_baseline_row_takes_the_setting_its_tables_methods_ran_in(tmp_path):
 
 
 def test_the_papers_own_model_at_another_total_batch_fills_no_row_that_states_one(tmp_path):
-    """A 200-step speed measurement of LeNet at 4 x 64 is no point of Figure 3, whose total batch is 64."""
+    """LeNet at 4 x 64 is no point of Figure 3, whose total batch is 64."""
     refs = write_refs(tmp_path / "paper", "terngrad", [
         {"source": "Figure 3", "row": "TernGrad", "task": "lenet-mnist", "method": "terngrad", "workers": "4",
          "global_batch": "64", "metric": "top1", "value": "99.0"}])
     results = tmp_path / "results"
-    write_record(results, "speed", method="terngrad", workers=4, steps=200, params=TERNGRAD["terngrad"],
-                 config={"global_batch": 256, "node_link": "100mbit"})
+    write_record(results, "b256", method="terngrad", workers=4, steps=200, params=TERNGRAD["terngrad"],
+                 config={"global_batch": 256})
     [cell] = build("terngrad", results, refs)
     assert cell.values == []
     write_record(results, "fig3", method="terngrad", workers=4, params=TERNGRAD["terngrad"], top1=0.99)
     [cell] = build("terngrad", results, refs)
     assert cell.run_ids == ["fig3"]
+
+
+def test_runs_on_synthetic_data_or_timing_a_link_fill_no_accuracy_row(tmp_path):
+    refs = write_refs(tmp_path / "paper", "terngrad", [
+        {"source": "Table 2", "row": "TernGrad", "task": "lenet-mnist", "method": "terngrad", "workers": "2",
+         "metric": "top1", "value": "99.0"}])
+    results = tmp_path / "results"
+    for run_id, changes in (("synthetic", {"dataset": "synthetic"}), ("net", {"config": {"net": "1gbit"}}),
+                            ("node-link", {"config": {"node_link": "100mbit"}})):
+        write_record(results, run_id, method="terngrad", params=TERNGRAD["terngrad"], **changes)
+    [cell] = build("terngrad", results, refs)
+    assert cell.values == [] and cell.why_missing == "no matching run"
+    write_record(results, "real", method="terngrad", params=TERNGRAD["terngrad"])
+    [cell] = build("terngrad", results, refs)
+    assert cell.run_ids == ["real"]
 
 
 def test_a_row_over_momentum_and_vanilla_sgd_takes_its_extreme_over_both(tmp_path):

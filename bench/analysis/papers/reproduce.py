@@ -336,6 +336,14 @@ def _pair_key(record: dict, exchange: bool) -> tuple:
 EXCHANGE_BOUND = ("speedup", "speedup_pct")
 
 
+def learns_nothing(record: dict) -> bool:
+    """A run whose accuracy, gradients or bytes say nothing about training: on synthetic data (random inputs
+    and labels), or made to time a rate-limited link (``net``, ``node_link``: such runs stop after a few steps,
+    and the same computation on an unlimited link is the run that counts)."""
+    cfg = record["config"]
+    return bool((record.get("data") or {}).get("synthetic") or cfg.get("net") or cfg.get("node_link"))
+
+
 def overlapped_or_ps(record: dict) -> bool:
     """A baseline a speed-up may be measured against: an all-reduce that overlaps backward in buckets, as
     DistributedDataParallel does (records from before the overlap read as after backward), or synchronous
@@ -477,6 +485,8 @@ def reproduce(ref: Reference, records: list[dict], analogues: list[Analogue],
         want = {**want, "workers": None}  # 2 cores host a few workers, not the paper's 8 or 128
     if metric in MODEL or (metric in ("gb_transferred", "bytes_per_node_per_iteration") and ref.method == "baseline"):
         return _from_model(cell, ref, records)
+    if metric not in SPEED_METRICS:  # what training does, from runs that learn from data: not from synthetic
+        records = [r for r in records if not learns_nothing(r)]  # inputs nor from runs made to time a link
     if metric in SPEED_METRICS:  # a row over several models: never from a model that only stands in for one
         stand_ins = {a.use.get("task") for a in analogues if a.paper == ref.paper} - {ref.task}
         records = [r for r in records if r["config"].get("task") not in stand_ins]
