@@ -48,7 +48,7 @@ def write_record(root: Path, run_id: str, *, task="lenet-mnist", method="baselin
                    "seed": seed, "tier": tier, "recipe": "momentum", "steps": steps, "global_batch": 64,
                    "batch_per_worker": 64 // workers, "optimizer": {**recipe["optimizer"], "name": optimizer},
                    "lr_schedule": recipe["lr_schedule"], "weight_decay": recipe["weight_decay"], "ema": recipe["ema"],
-                   "method_params": params or {}, "overrides": overrides or {},
+                   "method_params": params or {}, "overrides": overrides or {}, "exchange": "overlapped",
                    "method_version": METHODS[method].version if method in METHODS else 1},
         "data": {"dataset": dataset, "synthetic": dataset == "synthetic", "substitute_for": substitute},
         "metrics": {"top1": top1, "top5": 0.99, "images_per_s": images_per_s, "bytes_sent": bytes_sent,

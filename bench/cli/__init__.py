@@ -285,6 +285,7 @@ def cmd_status(args) -> int:
         print(f"no records under {args.results}")
         return 0
     counts: dict[str, int] = {}
+    left: list[dict] = [c.to_dict() for c in todo]  # what is not finished yet, for the time estimate
     for run_id in sorted(set(records) | set(notes)):
         r, note = records.get(run_id), notes.get(run_id)
         state = current.get(run_id) or r["status"]
@@ -296,6 +297,8 @@ def cmd_status(args) -> int:
         progress = _checkpoint_step(out, run_id) if state in ("running", "pending", "requeued") else None
         steps = f"{m.get('steps')}/{c.get('steps')}" if m else (f"{progress}/{c.get('steps')} (checkpoint)"
                                                                   if progress else f"-/{c.get('steps')}")
+        if state not in ("done", "diverged"):
+            left.append({**c, "done_steps": progress or 0})
         error = r.get("error") if r is not None and record_is_current(r, note) else None
         print(f"{state:9s} {run_id}  {c.get('task')} {c.get('method')} w={c.get('workers')} {c.get('backend')} "
               f"steps={steps} top1={top1}{job}" + (f"  ({error})" if error else ""))
@@ -305,6 +308,10 @@ def cmd_status(args) -> int:
     if notes and states is None:
         print("(no Slurm commands here: the queue state of submitted runs is unknown)", file=sys.stderr)
     print(", ".join(f"{n} {s}" for s, n in sorted(counts.items())), file=sys.stderr)
+    from commbench.analysis.eta import describe, time_left
+
+    if line := describe(*time_left(left, iter_records(out))):
+        print(line, file=sys.stderr)
     return 0
 
 

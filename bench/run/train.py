@@ -530,11 +530,29 @@ def check_node_link(rate: str) -> None:
                           f"(the two-node cluster sets them: bash slurm/local/up2.sh --rate {rate})")
 
 
+def agree_on_node_link(rate: str, comm: Communicator) -> None:
+    """:func:`check_node_link` in every process, and fail in all of them if it fails in one: a process whose
+    node is right must not wait in its first exchange for a peer that has left."""
+    from commbench.config import ConfigError
+
+    try:
+        check_node_link(rate)
+        mine = None
+    except ConfigError as exc:
+        mine = exc
+    failed = comm.control_sum(torch.tensor([0.0 if mine is None else 1.0], dtype=torch.float64)).item()
+    if mine is not None:
+        raise mine
+    if failed:
+        raise ConfigError(f"node_link: {failed:.0f} other process(es) found their node's links other than {rate} "
+                          f"(their errors name them)")
+
+
 def run_rank(cfg: RunConfig, comm: Communicator, report: Reporter | None = None,
              keep_weights: bool = False, checkpoint_dir: Path | None = None) -> Outcome | None:
     """What one dist process does: serve, if its rank is a parameter server's, else train."""
     if cfg.node_link:  # every process, on every node, before its first exchange
-        check_node_link(cfg.node_link)
+        agree_on_node_link(cfg.node_link, comm)
     serves = bool(comm.local_servers and not comm.local_ranks)
     checkpoints = None
     if checkpoint_dir is not None:

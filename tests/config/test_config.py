@@ -207,3 +207,33 @@ def test_a_process_on_links_other_than_node_link_refuses_to_start(monkeypatch):
     monkeypatch.setattr(provenance, "link_limits", lambda: {})
     with pytest.raises(ConfigError, match="are none limited"):
         train.check_node_link("100mbit")
+
+
+def _node_link_worker(rank: int, port: int, queue) -> None:
+    import os
+
+    from commbench.config import ConfigError
+    from commbench.methods.comm import make_dist_communicator
+    from commbench.run import train
+    from commbench.store import provenance
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE="2")
+    provenance.link_limits = lambda: {"eth0": 1e8 if rank == 0 else 1e9}  # rank 1's node is not limited to 100mbit
+    comm = make_dist_communicator(backend="gloo", timeout_s=60)
+    try:
+        train.agree_on_node_link("100mbit", comm)
+        queue.put((rank, {"error": None}))
+    except ConfigError as exc:
+        queue.put((rank, {"error": str(exc)}))
+    finally:
+        comm.close()
+
+
+def test_every_process_fails_when_one_nodes_link_is_not_node_link():
+    """Two gloo processes, the second on a node whose link is 1 Gbit/s: both fail at once, the one whose link is
+    right saying that another process's is not, instead of waiting in its first exchange for a peer that left."""
+    from ..gloo import spawn
+
+    results = spawn(_node_link_worker, 2, timeout_s=60)
+    assert "1 other process(es) found their node's links other than 100mbit" in results[0]["error"]
+    assert "eth0 at 1000 Mbit/s" in results[1]["error"]

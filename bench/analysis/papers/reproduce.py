@@ -115,6 +115,10 @@ def matches(record: dict, ref: Reference, want: dict, method: str | None = None,
         return False
     if want["workers"] and cfg.get("workers") != want["workers"]:
         return False
+    # the paper's own model at another total batch is another experiment (a 200-step speed measurement at 4 x 64
+    # is no point of Figure 3's batch 64); a stand-in's batch may differ, and its row says so
+    if want["global_batch"] and want["task"] == ref.task and cfg.get("global_batch") != want["global_batch"]:
+        return False
     if method == ref.method:  # the row's own method parameters (a paired baseline has none of them)
         if ref.threshold is not None and not _close(params.get("threshold"), ref.threshold):
             return False
@@ -215,8 +219,11 @@ def markers(records: list[dict], ref: Reference, analogue: Analogue | None) -> l
             add(f"data: {cfg.get('dataset')} for {ref.dataset}")
         steps = cfg.get("steps")
         tier_steps = ((cfg.get("overrides") or {}).get("steps") or {}).get("paper")
-        if ref.metric in SPEED_METRICS:  # a speed is an average over some steps, not a training run
+        if ref.metric in SPEED_METRICS:  # a speed is an average over some steps on one link, not a training run
             add(f"measured over {steps} steps")
+            add(f"link: {cfg['net']} to every process (emulated)" if cfg.get("net") else
+                f"link: {cfg['node_link']} between nodes" if cfg.get("node_link") else "link: one host's loopback")
+            add(f"{cfg.get('workers')} workers")
         elif ref.iterations and steps is not None and steps < ref.iterations:
             add(f"shortened: {steps:,} of {ref.iterations:,} iterations")
         elif not ref.iterations and tier_steps and steps is not None and steps < tier_steps:
@@ -329,10 +336,26 @@ def _pair_key(record: dict, exchange: bool) -> tuple:
 EXCHANGE_BOUND = ("speedup", "speedup_pct")
 
 
+def learns_nothing(record: dict) -> bool:
+    """A run whose accuracy, gradients or bytes say nothing about training: on synthetic data (random inputs
+    and labels), or made to time a rate-limited link (``net``, ``node_link``: such runs stop after a few steps,
+    and the same computation on an unlimited link is the run that counts)."""
+    cfg = record["config"]
+    return bool((record.get("data") or {}).get("synthetic") or cfg.get("net") or cfg.get("node_link"))
+
+
+def overlapped_or_ps(record: dict) -> bool:
+    """A baseline a speed-up may be measured against: an all-reduce that overlaps backward in buckets, as
+    DistributedDataParallel does (records from before the overlap read as after backward), or synchronous
+    SGD on parameter servers, which a PS method is compared with on the same servers."""
+    return _exchange(record)[0] == "ps" or record["config"].get("exchange") == "overlapped"
+
+
 def _paired(runs: list[dict], baselines: list[dict], how, exchange: bool = False) -> list[tuple[float, dict]]:
     """(how(run, baseline), run) for each run with a baseline of the same setting and seed; ``exchange``: and
-    on the same exchange (``EXCHANGE_BOUND`` metrics)."""
-    by_key = {_pair_key(b, exchange): b for b in baselines}
+    on the same exchange, against a baseline people run (``EXCHANGE_BOUND`` metrics: a speed-up over an
+    all-reduce that waits for the whole backward pass would flatter the method)."""
+    by_key = {_pair_key(b, exchange): b for b in baselines if not exchange or overlapped_or_ps(b)}
     out = []
     for r in runs:
         b = by_key.get(_pair_key(r, exchange))
@@ -443,10 +466,10 @@ def reproduce(ref: Reference, records: list[dict], analogues: list[Analogue],
               references: list[Reference] = ()) -> Cell:
     """``references``: the paper's other rows (baselines to scale bytes to and to take accuracy gaps from)."""
     want, analogue = target(ref, analogues)
-    if analogue is not None:  # the paper's own model, where it has been run, before any stand-in
-        own, _ = target(ref, [])
-        if any(matches(r, ref, own) for r in records):
-            want, analogue = own, None
+    if analogue is not None:  # the paper's own model, where its runs fill the row, before any stand-in
+        own = reproduce(ref, records, [a for a in analogues if a is not analogue], references)
+        if own.values:
+            return own
     cell = Cell(ref)
     metric = ref.metric
     stand_in = analogue
@@ -462,6 +485,8 @@ def reproduce(ref: Reference, records: list[dict], analogues: list[Analogue],
         want = {**want, "workers": None}  # 2 cores host a few workers, not the paper's 8 or 128
     if metric in MODEL or (metric in ("gb_transferred", "bytes_per_node_per_iteration") and ref.method == "baseline"):
         return _from_model(cell, ref, records)
+    if metric not in SPEED_METRICS:  # what training does, from runs that learn from data: not from synthetic
+        records = [r for r in records if not learns_nothing(r)]  # inputs nor from runs made to time a link
     if metric in SPEED_METRICS:  # a row over several models: never from a model that only stands in for one
         stand_ins = {a.use.get("task") for a in analogues if a.paper == ref.paper} - {ref.task}
         records = [r for r in records if r["config"].get("task") not in stand_ins]
@@ -492,7 +517,9 @@ def reproduce(ref: Reference, records: list[dict], analogues: list[Analogue],
     elif metric in PAIRED:
         pairs, others = nearest(_paired(runs, baselines, PAIRED[metric], metric in EXCHANGE_BOUND), ref, want)
         if runs and not pairs:
-            cell.why_missing = "no baseline run of the same setting to compare with"
+            cell.why_missing = "no baseline run of the same setting to compare with" + (
+                " (a speed-up counts only against a baseline that overlaps its exchange with backward, as DDP, or "
+                "synchronous SGD on the same parameter servers)" if metric in EXCHANGE_BOUND else "")
     elif metric in BATCH_LOSS:
         pairs, others = nearest(_batch_partners(runs, records, BATCH_LOSS[metric]), ref, want)
         if runs and not pairs:

@@ -1,0 +1,53 @@
+"""How long the runs still to do will take, from the step times of finished runs like them.
+
+A campaign on a few cores is planned in CPU hours: ``commbench status --grid`` sums, for every run without a
+finished record, its steps times the mean seconds per step of the done runs of the same task, method, workers,
+backend, data set and total batch in the same results folder (``train_s / steps``: evaluation and start-up not
+counted). Runs with no such done run have no estimate and are counted apart, never guessed.
+"""
+from __future__ import annotations
+
+import statistics
+from typing import Iterable, Mapping
+
+from commbench.store.records import Status
+
+
+def _kind(cfg: Mapping) -> tuple:
+    return (cfg.get("task"), cfg.get("method"), cfg.get("workers"), cfg.get("backend"), cfg.get("dataset"),
+            cfg.get("global_batch"))
+
+
+def step_seconds(records: Iterable[dict]) -> dict[tuple, float]:
+    """Mean seconds per training step of the done runs, by (task, method, workers, backend, data set, batch)."""
+    times: dict[tuple, list[float]] = {}
+    for r in records:
+        m, cfg = r.get("metrics") or {}, r.get("config")
+        if r.get("status") == Status.DONE and isinstance(cfg, dict) and m.get("train_s") and m.get("steps"):
+            times.setdefault(_kind(cfg), []).append(m["train_s"] / m["steps"])
+    return {k: statistics.fmean(v) for k, v in times.items()}
+
+
+def time_left(todo: Iterable[Mapping], records: Iterable[dict]) -> tuple[float, int, int]:
+    """(seconds, runs estimated, runs without an estimate) for the configurations in ``todo`` (each with
+    ``steps``, and ``done_steps`` where a checkpoint holds some of them)."""
+    per_step = step_seconds(records)
+    seconds, known, unknown = 0.0, 0, 0
+    for cfg in todo:
+        s = per_step.get(_kind(cfg))
+        if s is None:
+            unknown += 1
+        else:
+            seconds += s * max(cfg["steps"] - (cfg.get("done_steps") or 0), 0)
+            known += 1
+    return seconds, known, unknown
+
+
+def describe(seconds: float, known: int, unknown: int) -> str:
+    """One line for the status summary ("" when nothing is left)."""
+    if not known and not unknown:
+        return ""
+    hours = f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min"
+    said = f"about {hours} of training left for {known} run{'s' * (known != 1)}" if known else "no estimate"
+    return said + (f"; {unknown} run{'s' * (unknown != 1)} without a finished run like them to time"
+                   if unknown else "") + " (step times of done runs of the same task, method, workers and batch)"

@@ -1,0 +1,27 @@
+"""The time left of a grid, from the step times of finished runs like its runs."""
+from __future__ import annotations
+
+import pytest
+
+from commbench.analysis.eta import describe, step_seconds, time_left
+
+
+def done(method: str, workers: int, train_s: float, steps: int, status: str = "done") -> dict:
+    return {"status": status, "config": {"task": "lenet-mnist", "method": method, "workers": workers,
+                                         "backend": "dist", "dataset": "mnist", "global_batch": 64},
+            "metrics": {"train_s": train_s, "steps": steps}}
+
+
+def test_each_kind_of_run_is_timed_by_the_mean_step_of_its_done_runs():
+    records = [done("baseline", 2, 100.0, 1000), done("baseline", 2, 300.0, 1000), done("terngrad", 2, 50.0, 100),
+               done("terngrad", 4, 1.0, 1, status="failed")]
+    assert step_seconds(records) == {("lenet-mnist", "baseline", 2, "dist", "mnist", 64): pytest.approx(0.2),
+                                     ("lenet-mnist", "terngrad", 2, "dist", "mnist", 64): pytest.approx(0.5)}
+    todo = [{**done("baseline", 2, 0, 0)["config"], "steps": 10_000},
+            {**done("terngrad", 2, 0, 0)["config"], "steps": 1_000, "done_steps": 400},  # resumes at 400
+            {**done("terngrad", 4, 0, 0)["config"], "steps": 1_000}]  # only a failed run of its kind: unknown
+    seconds, known, unknown = time_left(todo, records)
+    assert seconds == pytest.approx(0.2 * 10_000 + 0.5 * 600) and (known, unknown) == (2, 1)
+    assert describe(seconds, known, unknown).startswith("about 38 min of training left for 2 runs; 1 run without")
+    assert describe(7200.0, 1, 0).startswith("about 2.0 h of training left for 1 run (")
+    assert describe(0.0, 0, 0) == ""
