@@ -52,6 +52,11 @@ def model_blocks() -> list[Block]:
     return [Block(**b) for b in report_blocks()]
 
 
+def _fmt(value, spec: str, suffix: str = "") -> str:
+    """A table cell: the number in ``spec`` with ``suffix``, or a dash where there is none."""
+    return "—" if value is None else format(value, spec) + suffix
+
+
 def network_blocks(results: Path) -> list[Block]:
     """Runs on the emulated network: measured images/s beside the model's prediction for the same setting."""
     from commbench.analysis.perfmodel.measured import comparison
@@ -60,19 +65,16 @@ def network_blocks(results: Path) -> list[Block]:
     if not rows:
         return []
 
-    def fmt(value, spec):
-        return "—" if value is None else format(value, spec)
-
     def pct(value):
-        return fmt(value, "+.0f") + ("%" if value is not None else "")
+        return _fmt(value, "+.0f", "%")
 
     header = ("task", "method", "workers", "link", "batch/worker", "measured images/s",
               "model (1-worker profile)", "error", "model (loopback profile)", "error", "wire bytes/step",
               "network term")
     body = tuple((r["task"], r["method"], str(r["workers"]), r["net"], str(r["batch_per_worker"]),
-                  fmt(r["measured_images_per_s"], ".2f"), fmt(r["modelled_images_per_s"], ".2f"),
-                  pct(r["model_error_pct"]), fmt(r["loopback_modelled_images_per_s"], ".2f"),
-                  pct(r["loopback_model_error_pct"]), fmt(r["wire_bytes_per_step"], ",.0f"), r["network_term"])
+                  _fmt(r["measured_images_per_s"], ".2f"), _fmt(r["modelled_images_per_s"], ".2f"),
+                  pct(r["model_error_pct"]), _fmt(r["loopback_modelled_images_per_s"], ".2f"),
+                  pct(r["loopback_model_error_pct"]), _fmt(r["wire_bytes_per_step"], ",.0f"), r["network_term"])
                  for r in rows)
     return [Block("h2", "Emulated network: measured vs modelled throughput"),
             Block("p", "Every process in its own network namespace, each link limited with tc tbf (--net). "
@@ -95,18 +97,15 @@ def two_level_blocks(results: Path) -> list[Block]:
     if not rows:
         return []
 
-    def fmt(value, spec, suffix=""):
-        return "—" if value is None else format(value, spec) + suffix
-
     header = ("task", "method", "workers (i x j)", "link between nodes", "batch/worker", "bytes/worker/step",
               "measured images/s", "model, two levels", "error", "model, every link slow", "error",
               "ring on the node links", "error")
     body = tuple((r["task"], r["method"], f"{r['workers']} ({r['workers_per_node']} x {r['nodes']})", r["node_link"],
-                  str(r["batch_per_worker"]), fmt(r["grad_bytes_per_step"], ",.0f"),
-                  fmt(r["measured_images_per_s"], ".2f"), fmt(r["two_level_images_per_s"], ".2f"),
-                  fmt(r["two_level_error_pct"], "+.0f", "%"), fmt(r["one_level_images_per_s"], ".2f"),
-                  fmt(r["one_level_error_pct"], "+.0f", "%"), fmt(r["ring_images_per_s"], ".2f"),
-                  fmt(r["ring_error_pct"], "+.0f", "%")) for r in rows)
+                  str(r["batch_per_worker"]), _fmt(r["grad_bytes_per_step"], ",.0f"),
+                  _fmt(r["measured_images_per_s"], ".2f"), _fmt(r["two_level_images_per_s"], ".2f"),
+                  _fmt(r["two_level_error_pct"], "+.0f", "%"), _fmt(r["one_level_images_per_s"], ".2f"),
+                  _fmt(r["one_level_error_pct"], "+.0f", "%"), _fmt(r["ring_images_per_s"], ".2f"),
+                  _fmt(r["ring_error_pct"], "+.0f", "%")) for r in rows)
     return [Block("h2", "Two nodes: measured vs the two-level model"),
             Block("p", "Runs through Slurm on the two-node cluster (slurm/local/up2.sh --rate): i workers on each "
                        "of j nodes, fast links inside a node, the rate-limited link between nodes (the run's "

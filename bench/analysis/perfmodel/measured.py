@@ -84,10 +84,15 @@ def _predict(record: dict, batch: int, step_s: float) -> tuple[float, float]:
     return images_per_s, 100.0 * (images_per_s - m["images_per_s"]) / m["images_per_s"]
 
 
+def done_records(results: Path) -> list[dict]:
+    """The finished runs under ``results`` (records with a configuration)."""
+    return [r for r in iter_records(results) if r.get("status") == Status.DONE and isinstance(r.get("config"), dict)]
+
+
 def comparison(results: Path) -> list[dict]:
     """One row per emulated-network run: measured images/s and the model's prediction with the 1-worker
     profile (as the paper) and with the loopback profile of the same worker count, each with its error (%)."""
-    records = [r for r in iter_records(results) if r.get("status") == Status.DONE and isinstance(r.get("config"), dict)]
+    records = done_records(results)
     unlimited = [r for r in records if not r["config"].get("net") and r["config"].get("backend") == "dist"]
     single = {_key(r["config"]): r for r in unlimited if r["config"].get("workers") == 1}
     loopback = {(_key(r["config"]), r["config"]["workers"]): r for r in unlimited}
@@ -128,7 +133,7 @@ def two_level_comparison(results: Path) -> list[dict]:
     """One row per done all-reduce run across nodes with limited links (``node_link``): measured images/s beside
     the weak-scaling model with i workers per node and j nodes (two levels), and with every link slow (one
     level), each with the loopback profile (the same workers on one host, no limit) and its error (%)."""
-    records = [r for r in iter_records(results) if r.get("status") == Status.DONE and isinstance(r.get("config"), dict)]
+    records = done_records(results)
     loopback = {(_key(r["config"]), r["config"]["workers"]): r for r in records
                 if not r["config"].get("net") and not r["config"].get("node_link")
                 and r["config"].get("backend") == "dist" and len((r.get("env") or {}).get("nodes") or [None]) == 1}
