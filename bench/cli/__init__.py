@@ -327,6 +327,9 @@ def cmd_table(args) -> int:
     args.results = results_of(args)
     if not Path(args.results).is_dir():
         raise ConfigError(f"--results {args.results}: no such folder")
+    if args.out and Path(args.out).is_dir():  # checked first: an hour's table must not fail at its last step
+        raise ConfigError(f"--out {args.out}: a folder; --out names the file the table is written to "
+                          f"(the records are read from --results)")
     if args.paper:
         from commbench.analysis.papers.tables import build, render as render_paper, rows
 

@@ -538,7 +538,33 @@ def test_a_row_over_momentum_and_vanilla_sgd_takes_its_extreme_over_both(tmp_pat
                      params=TERNGRAD["terngrad"])
     [cell] = build("terngrad", results, refs)  # Adam is neither: its 80-point loss is not this row's
     assert cell.run_ids == ["t-sgd"] and cell.values == pytest.approx([3.0])
-    assert "at workers 16, sgd (of 16; momentum and sgd)" in cell.markers
+    assert "at workers 16, sgd (of 16, with momentum and sgd)" in cell.markers
+
+
+def test_a_line_of_two_extremes_says_where_each_one_is(tmp_path):
+    # Figure 3's largest gain and largest loss share a line; they come from different worker counts, and each
+    # says its own (a marker is never cut where it has a "; " of its own)
+    refs = write_refs(tmp_path / "paper", "terngrad", [
+        {"source": "Figure 3", "row": "LeNet", "task": "lenet-mnist", "method": "terngrad",
+         "variant": "momentum+vanilla", "metric": metric, "value": value}
+        for metric, value in (("accuracy_gain_max", "0.15"), ("accuracy_loss_max", "0.22"))])
+    results = tmp_path / "results"
+    for workers, tern in ((2, 0.91), (4, 0.89)):
+        for optimizer in ("momentum", "sgd"):
+            write_record(results, f"b{workers}{optimizer}", workers=workers, optimizer=optimizer, top1=0.90)
+            write_record(results, f"t{workers}{optimizer}", workers=workers, optimizer=optimizer,
+                         top1=tern + (optimizer == "sgd") * 0.001, method="terngrad", params=TERNGRAD["terngrad"])
+    md = render(rows(build("terngrad", results, refs)), "md")
+    [line] = [x for x in md.splitlines() if x.startswith("| LeNet")]
+    assert "accuracy_gain_max: at workers 2, sgd (of 2, 4, with momentum and sgd)" in line
+    assert "accuracy_loss_max: at workers 4, momentum (of 2, 4, with momentum and sgd)" in line
+
+
+def test_a_table_written_over_a_folder_is_refused_before_any_work(tmp_path):
+    (tmp_path / "runs").mkdir(parents=True)
+    proc = commbench("table", "--paper", "all", "--results", str(tmp_path), "--out", str(tmp_path / "runs"))
+    assert proc.returncode == 2 and "--out" in proc.stderr and "a folder" in proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runs"]  # no temporary file left beside it
 
 
 def test_a_paper_gap_takes_the_same_tables_baseline_whatever_its_variant(tmp_path):

@@ -556,8 +556,8 @@ def reproduce(ref: Reference, records: list[dict], analogues: list[Analogue],
                 best = aggregate(means, key=means.get)
                 pairs = groups[best]
                 values = sorted({k[1] for k in groups})
-                extra.append(f"at {key} {label(best)} (of {', '.join(map(str, values))}"
-                             + (f"; {' and '.join(sorted({k[0] for k in groups}))})" if several else ")"))
+                extra.append(f"at {key} {label(best)} (of {', '.join(map(str, values))}"  # no "; " in a marker
+                             + (f", with {' and '.join(sorted({k[0] for k in groups}))})" if several else ")"))
     elif metric in ("best_delay_steps", "warmup_steps_chosen"):  # the k (or warm-up) with the best mean top-1
         key = "k" if metric == "best_delay_steps" else "warmup"
         if key == "k":  # the warm-up goes with k (Algorithm 1: (1 + warm-up) % k == 0)

@@ -169,8 +169,12 @@ def layout(group: list[dict]) -> tuple[list[str], list[dict]]:
     for label, rs in labels.items():
         line = dict.fromkeys(columns, "")
         line.update({"row": label, "setting": rs[0]["setting"]})
-        differs: list[str] = []
         why: list[str] = []
+        # a condition every metric of the line shares is said once; one only some metrics' runs have is
+        # said with the metric (two extremes over worker counts come from different runs)
+        markers = {r["metric"]: r["differs"].split("; ") if r["differs"] else [] for r in rs}
+        shared = [d for d in markers[rs[0]["metric"]] if all(d in ms for ms in markers.values())]
+        differs = shared + [f"{m}: {d}" for m, ms in markers.items() for d in ms if d not in shared]
         for r in rs:
             m = r["metric"]
             line.update({head(m, "paper"): r["paper value"], head(m, "reproduced"): _with_n(r),
@@ -179,7 +183,6 @@ def layout(group: list[dict]) -> tuple[list[str], list[dict]]:
                 line.update({head(m, "paper gap"): r["paper gap"], head(m, "our gap"): r["our gap"]})
             if r["why"]:
                 why.append(f"{m}: {r['why']}")
-            differs += [d for d in r["differs"].split("; ") if d not in differs]
         line["why"] = "; ".join(why)
         line["differs"] = "; ".join(differs)
         lines.append(line)
