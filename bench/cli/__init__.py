@@ -144,7 +144,7 @@ def run_settings(args) -> dict:
 
 
 def cmd_run(args) -> int:
-    from commbench.launch.runner import RankFailed, RecordNotWritten, execute, summary
+    from commbench.launch.runner import RankFailed, RecordNotWritten, RunningElsewhere, execute, summary
 
     from commbench.launch.preflight import check_runs
 
@@ -161,6 +161,10 @@ def cmd_run(args) -> int:
         return 1
     except RecordNotWritten as exc:
         print(f"commbench: {exc}", file=sys.stderr)
+        return 1
+    except RunningElsewhere as exc:
+        print(f"commbench: {exc}; its record will say how it went (commbench status --results "
+              f"{args.results})", file=sys.stderr)
         return 1
     if result.path is None:
         return 0
@@ -274,6 +278,10 @@ def cmd_status(args) -> int:
     states = queue_states([n["job_id"] for n in notes.values()]) if notes else {}
     current = reconcile(out, notes, states)  # writes failed records for jobs that died without one
     records = {r["run_id"]: r for r in iter_records(out)}
+    from commbench.launch.owner import holders
+    from commbench.launch.runner import claims_dir
+
+    running = holders(claims_dir(out))  # runs a process on this host is training now (a sweep's lane)
     todo = []
     if args.grid:  # only this grid's runs: those with a record or a job, then those still to do
         wanted = grid_runs(args.grid, args.set, args.only, max_runs=args.max_runs)[1]
@@ -281,14 +289,16 @@ def cmd_status(args) -> int:
         records = {k: v for k, v in records.items() if k in ids}
         notes = {k: v for k, v in notes.items() if k in ids}
         todo = [c for c in wanted if c.run_id not in notes and c.run_id not in records]
-    if not records and not notes and not todo:
+    # a run being trained with no record yet (its first attempt), outside any grid asked about
+    unlisted = [] if args.grid else sorted(set(running) - set(records) - set(notes))
+    if not records and not notes and not todo and not unlisted:
         print(f"no records under {args.results}")
         return 0
     counts: dict[str, int] = {}
     left: list[dict] = [c.to_dict() for c in todo]  # what is not finished yet, for the time estimate
     for run_id in sorted(set(records) | set(notes)):
         r, note = records.get(run_id), notes.get(run_id)
-        state = current.get(run_id) or r["status"]
+        state = "running" if run_id in running else current.get(run_id) or r["status"]
         counts[state] = counts.get(state, 0) + 1
         c = (r or {}).get("config") or note["config"]
         m = (r or {}).get("metrics", {}) if record_is_current(r, note) else {}
@@ -303,8 +313,13 @@ def cmd_status(args) -> int:
         print(f"{state:9s} {run_id}  {c.get('task')} {c.get('method')} w={c.get('workers')} {c.get('backend')} "
               f"steps={steps} top1={top1}{job}" + (f"  ({error})" if error else ""))
     for c in todo:
-        counts["to do"] = counts.get("to do", 0) + 1
-        print(f"{'to do':9s} {c.run_id}  {c.task} {c.method} w={c.workers} {c.backend} steps=-/{c.steps}")
+        state = "running" if c.run_id in running else "to do"
+        counts[state] = counts.get(state, 0) + 1
+        by = f"  ({running[c.run_id]})" if c.run_id in running else ""
+        print(f"{state:9s} {c.run_id}  {c.task} {c.method} w={c.workers} {c.backend} steps=-/{c.steps}{by}")
+    for run_id in unlisted:
+        counts["running"] = counts.get("running", 0) + 1
+        print(f"{'running':9s} {run_id}  ({running[run_id]})")
     if notes and states is None:
         print("(no Slurm commands here: the queue state of submitted runs is unknown)", file=sys.stderr)
     print(", ".join(f"{n} {s}" for s, n in sorted(counts.items())), file=sys.stderr)

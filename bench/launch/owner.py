@@ -3,9 +3,13 @@ unwinding a run like Ctrl-C, so that whatever the run built is taken down and it
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import json
 import os
 import signal
+import socket
 import threading
+import time
 from pathlib import Path
 from typing import Iterator
 
@@ -51,3 +55,71 @@ def unwind_on_sigterm() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+class Claimed(RuntimeError):
+    """Another live process holds the claim; ``str(err)`` names it (pid, host, since when)."""
+
+
+def _holder(fd: int) -> str:
+    try:
+        who = json.loads(os.pread(fd, 4096, 0) or b"{}")
+    except ValueError:
+        who = {}
+    if not who:
+        return "another process"
+    return f"pid {who.get('pid')} on {who.get('host')} since {who.get('since')}"
+
+
+@contextlib.contextmanager
+def claim(folder: Path, name: str) -> Iterator[None]:
+    """Hold ``folder/name.lock`` for the block, or raise :class:`Claimed` at once if a live process holds it.
+
+    Two sweeps over one results folder (``make campaign`` runs lanes in parallel) must never train the same
+    run at the same time: the second would overwrite the first's record and checkpoints. The kernel drops an
+    flock with its holder however it ends, so a run killed with SIGKILL leaves nothing claimed."""
+    path = folder / f"{name}.lock"
+    while True:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        except OSError:  # a full disk or a read-only folder: the run goes on unclaimed, and its record's write
+            fd = None    # will say what is wrong with the folder
+        if fd is None:
+            yield
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _holder(fd)
+            os.close(fd)
+            raise Claimed(holder) from None
+        try:  # the last holder may have removed the file between our open and our lock: hold the one on disk
+            if os.fstat(fd).st_ino == os.stat(path).st_ino:
+                break
+        except FileNotFoundError:
+            pass
+        os.close(fd)
+    try:
+        with contextlib.suppress(OSError):  # who holds it is for the others' messages: a full disk leaves it out
+            os.ftruncate(fd, 0)
+            since = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+            os.write(fd, json.dumps({**me(), "host": socket.gethostname(), "since": since}).encode())
+        yield
+    finally:
+        path.unlink(missing_ok=True)  # while still locked: a waiter that opened this file sees it is gone
+        os.close(fd)
+
+
+def holders(folder: Path) -> dict[str, str]:
+    """name -> who holds it, for the claims in ``folder`` whose holder is alive (read only: never locks, so
+    looking cannot make a sweep skip a run)."""
+    out = {}
+    for path in sorted(Path(folder).glob("*.lock")) if Path(folder).is_dir() else []:
+        try:
+            who = json.loads(path.read_text() or "{}")
+        except (OSError, ValueError):
+            continue
+        if who.get("pid") and who.get("host") == socket.gethostname() and alive(who["pid"], who.get("pid_started")):
+            out[path.stem] = f"pid {who['pid']} on {who['host']} since {who.get('since')}"
+    return out

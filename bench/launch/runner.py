@@ -13,7 +13,7 @@ from commbench.tasks import TASKS
 from commbench.run.checkpoint import Checkpoints, UntrustedCheckpoint, stop_signals
 from commbench.config import ConfigError, RunConfig
 from commbench.launch.local import launch_local
-from commbench.launch.owner import unwind_on_sigterm
+from commbench.launch.owner import Claimed, claim, unwind_on_sigterm
 from commbench.launch.preflight import check_machine
 from commbench.launch.progress import Progress
 from commbench.store.provenance import collect_env, git_state, now
@@ -71,8 +71,31 @@ def one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
+class RunningElsewhere(RuntimeError):
+    """The run is being trained by another live process on this results folder (another sweep's lane)."""
+
+
+def claims_dir(out: Path) -> Path:
+    return Path(out) / "claims"
+
+
 def execute(cfg: RunConfig, out: Path, *, force: bool = False, save_weights: bool = False,
             show_progress: bool = True, requeue: Callable[[Outcome], str | None] | None = None) -> RunResult:
+    """:func:`run_unclaimed`, while holding the run's claim in ``OUT/claims/`` (launched here, not by torchrun or
+    Slurm, whose processes are the run's own): raises :class:`RunningElsewhere` if another process holds it."""
+    if cfg.backend == "dist" and under_outside_launcher():
+        return run_unclaimed(cfg, out, force=force, save_weights=save_weights, show_progress=show_progress,
+                             requeue=requeue)
+    try:
+        with claim(claims_dir(out), cfg.run_id):
+            return run_unclaimed(cfg, out, force=force, save_weights=save_weights, show_progress=show_progress,
+                                 requeue=requeue)
+    except Claimed as exc:
+        raise RunningElsewhere(f"{cfg.run_id}: being run by {exc}") from None
+
+
+def run_unclaimed(cfg: RunConfig, out: Path, *, force: bool = False, save_weights: bool = False,
+                  show_progress: bool = True, requeue: Callable[[Outcome], str | None] | None = None) -> RunResult:
     """Run ``cfg`` unless its record already says done or diverged (or ``force``); an unreadable record is moved
     aside and the run runs again. Always leaves a record, except when a
     stop signal interrupted the run and ``requeue`` (a Slurm job's) put it back in the queue.

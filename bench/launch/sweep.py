@@ -12,8 +12,10 @@ from commbench.store.records import EXIT_INTERRUPTED, FINISHED, Status, read_or_
 def run_local_sweep(runs: list[RunConfig], out: Path, show_progress: bool = True) -> int:
     """Exit code: 0 when every run is done or diverged, 1 when any failed, 75 when a checkpoint signal stopped
     it (run it again to resume). A finished run (done or diverged)
-    is not run again; an unreadable record is moved aside (said in one line) and its run runs again."""
-    from commbench.launch.runner import RecordNotWritten, execute, summary
+    is not run again; an unreadable record is moved aside (said in one line) and its run runs again; a run
+    another process is training (another sweep over the same folder) is left to it, so sweeps can run side by
+    side over one grid, each taking the next run no one holds."""
+    from commbench.launch.runner import RecordNotWritten, RunningElsewhere, execute, summary
 
     todo = [c for c in runs if (read_or_set_aside(out, c.run_id) or {}).get("status") not in FINISHED]
     print(f"sweep: {len(runs)} runs, {len(runs) - len(todo)} already finished, {len(todo)} to run", file=sys.stderr)
@@ -22,12 +24,19 @@ def run_local_sweep(runs: list[RunConfig], out: Path, show_progress: bool = True
     for i, cfg in enumerate(todo):
         try:
             result = execute(cfg, out, show_progress=show_progress)
+        except RunningElsewhere as exc:  # another lane has it: its record will say how it went
+            print(f"skip: {exc}", flush=True)
+            bar.update(i + 1)
+            continue
         except RecordNotWritten as exc:  # the disk is full or gone: the next runs would fail the same way
             bar.close()
             print(f"commbench: {exc}; sweep stopped", file=sys.stderr)
             return 1
         failed += result.record["status"] == Status.FAILED
-        print(summary(cfg, result.record), flush=True)
+        if result.skipped:  # finished since the sweep began (by another sweep on the same folder)
+            print(f"skip: {cfg.run_id} already {result.record['status']}, since this sweep began", flush=True)
+        else:
+            print(summary(cfg, result.record), flush=True)
         bar.update(i + 1)
         if result.record["status"] == Status.INTERRUPTED:  # the stop signal was for the sweep: stop it too
             bar.close()

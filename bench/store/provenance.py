@@ -91,4 +91,7 @@ def collect_env(world_size: int, dist_backend: str | None, device: str, started_
         "slurm_tasks_per_node": os.environ.get("SLURM_TASKS_PER_NODE"),
         "started_at": started_at, "finished_at": now(),
         "argv": sys.argv[1:], "cpu_count": os.cpu_count(),
+        # the host's load as the run ends: above cpu_count, the run shared its cores (another lane of the
+        # campaign, a test suite) and its images/s are no measurement of speed
+        "load_average": [round(x, 2) for x in os.getloadavg()],
     }
