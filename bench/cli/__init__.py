@@ -301,7 +301,7 @@ def cmd_status(args) -> int:
         state = "running" if run_id in running else current.get(run_id) or r["status"]
         counts[state] = counts.get(state, 0) + 1
         c = (r or {}).get("config") or note["config"]
-        m = (r or {}).get("metrics", {}) if record_is_current(r, note) else {}
+        m = (r or {}).get("metrics", {}) if record_is_current(r, note) and run_id not in running else {}
         top1 = f"{m['top1']:.4f}" if m.get("top1") is not None else "—"
         job = f"  job {note['job_id']}" if note else ""
         progress = _checkpoint_step(out, run_id) if state in ("running", "pending", "requeued") else None
@@ -310,8 +310,9 @@ def cmd_status(args) -> int:
         if state not in ("done", "diverged"):
             left.append({**c, "done_steps": progress or 0})
         error = r.get("error") if r is not None and record_is_current(r, note) else None
+        said = running.get(run_id) or error  # a run trained again now: who has it, not how it went last time
         print(f"{state:9s} {run_id}  {c.get('task')} {c.get('method')} w={c.get('workers')} {c.get('backend')} "
-              f"steps={steps} top1={top1}{job}" + (f"  ({error})" if error else ""))
+              f"steps={steps} top1={top1}{job}" + (f"  ({said})" if said else ""))
     for c in todo:
         state = "running" if c.run_id in running else "to do"
         counts[state] = counts.get(state, 0) + 1
