@@ -560,6 +560,26 @@ def test_a_line_of_two_extremes_says_where_each_one_is(tmp_path):
     assert "accuracy_loss_max: at workers 4, momentum (of 2, 4, with momentum and sgd)" in line
 
 
+def test_an_extreme_is_judged_on_the_runs_of_the_papers_length_and_the_shortened_ones_are_said(tmp_path):
+    refs = write_refs(tmp_path / "paper", "terngrad", [
+        {"source": "Figure 3", "row": "LeNet", "task": "lenet-mnist", "method": "terngrad", "iterations": "10000",
+         "variant": "momentum", "metric": "accuracy_loss_max", "value": "0.22"}])
+    results = tmp_path / "results"
+    for workers, steps, tern in ((2, 10000, 0.899), (4, 10000, 0.898), (16, 2000, 0.85)):
+        write_record(results, f"b{workers}", workers=workers, steps=steps, top1=0.90)
+        write_record(results, f"t{workers}", workers=workers, steps=steps, top1=tern, method="terngrad",
+                     params=TERNGRAD["terngrad"])
+    [cell] = build("terngrad", results, refs)  # w16's 5-point loss is a shortened run's: not the verdict's
+    assert cell.run_ids == ["t4"] and cell.values == pytest.approx([0.2])
+    assert "at workers 4 (of 2, 4)" in cell.markers
+    assert "not judged: workers 16 shortened to 2,000 iterations (there accuracy_loss_max +5.00 at workers 16)" \
+        in cell.markers
+    for name in ("b2", "t2", "b4", "t4"):  # with no run of the paper's length, the shortened ones are judged
+        (results / "runs" / f"{name}.json").unlink()
+    [cell] = build("terngrad", results, refs)
+    assert cell.run_ids == ["t16"] and any(m.startswith("shortened: 2,000 of 10,000") for m in cell.markers)
+
+
 def test_a_table_written_over_a_folder_is_refused_before_any_work(tmp_path):
     (tmp_path / "runs").mkdir(parents=True)
     proc = commbench("table", "--paper", "all", "--results", str(tmp_path), "--out", str(tmp_path / "runs"))
