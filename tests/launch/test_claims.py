@@ -79,7 +79,7 @@ def test_two_sweeps_over_one_grid_share_its_runs_and_run_none_twice(tmp_path):
 def test_a_run_another_process_is_training_is_refused_with_who_has_it(tmp_path):
     out = tmp_path / "results"
     args = ["run", "--task", "lenet-mnist", "--dataset", "synthetic", "--method", "baseline", "--backend", "sim",
-            "--steps", "20", "--set", "step_sleep_s=0.5", "--results", str(out), "--quiet"]
+            "--steps", "120", "--set", "step_sleep_s=0.5", "--results", str(out), "--quiet"]
     first = subprocess.Popen([sys.executable, "-m", "commbench", *args], cwd=REPO, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
