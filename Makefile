@@ -7,7 +7,7 @@ STAMP   = $(VENV)/.installed
 FASHION = /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
 SUDO    = $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test test-all bench report campaign campaign-net campaign-2node data clean
+.PHONY: run test test-all bench report campaign campaign-status campaign-net campaign-2node data clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -61,6 +61,10 @@ campaign: $(STAMP) $(FASHION)
 	  (for g in $(CAMPAIGN); do $(VENV)/bin/commbench sweep bench/grids/campaign/$$g.yaml --out results/campaign; done) & \
 	  sleep 5; \
 	done; wait
+
+# what is left of each campaign grid, and its estimated training time (the runs themselves: commbench status)
+campaign-status: $(STAMP)
+	@for g in $(CAMPAIGN); do echo "$$g:"; $(VENV)/bin/commbench status --out results/campaign --grid bench/grids/campaign/$$g.yaml 2>&1 >/dev/null | sed 's/^/  /'; done
 
 campaign-net: $(STAMP)
 	for g in network-fig5 network-ssdsgd; do $(SUDO) $(VENV)/bin/commbench sweep bench/grids/campaign/$$g.yaml --out results/campaign; done
