@@ -7,7 +7,7 @@ STAMP   = $(VENV)/.installed
 FASHION = /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
 SUDO    = $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test test-all bench report campaign campaign-status campaign-net campaign-2node data clean
+.PHONY: run test test-all bench report campaign campaign-status campaign-stop campaign-net campaign-2node data clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -58,9 +58,16 @@ CAMPAIGN = terngrad-fig3 terngrad-fig3-seed2 terngrad-fig3-wide terngrad-table1 
 CAMPAIGN_LANES ?= 2
 campaign: $(STAMP) $(FASHION)
 	for lane in $$(seq $(CAMPAIGN_LANES)); do \
-	  (for g in $(CAMPAIGN); do $(VENV)/bin/commbench sweep bench/grids/campaign/$$g.yaml --out results/campaign; done) & \
+	  (for g in $(CAMPAIGN); do $(VENV)/bin/commbench sweep bench/grids/campaign/$$g.yaml --out results/campaign; \
+	     rc=$$?; [ $$rc -le 1 ] || exit $$rc; done) & \
 	  sleep 5; \
 	done; wait
+
+# stop the campaign where it is: each lane's run saves a checkpoint, its record says interrupted, and the lane
+# stops (a lane goes on to the next grid only after a sweep that ended with its runs done or failed);
+# make campaign resumes each run from its checkpoint
+campaign-stop:
+	pkill -USR1 -f 'python[0-9.]* [^ ]*commbench sweep bench/grids/campaign/' || echo "no campaign sweep is running"
 
 # what is left of each campaign grid, and its estimated training time (the runs themselves: commbench status)
 campaign-status: $(STAMP)
