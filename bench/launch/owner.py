@@ -61,14 +61,15 @@ class Claimed(RuntimeError):
     """Another live process holds the claim; ``str(err)`` names it (pid, host, since when)."""
 
 
+def _describe(who: dict) -> str:
+    return f"pid {who.get('pid')} on {who.get('host')} since {who.get('since')}" if who else "another process"
+
+
 def _holder(fd: int) -> str:
     try:
-        who = json.loads(os.pread(fd, 4096, 0) or b"{}")
+        return _describe(json.loads(os.pread(fd, 4096, 0) or b"{}"))
     except ValueError:
-        who = {}
-    if not who:
-        return "another process"
-    return f"pid {who.get('pid')} on {who.get('host')} since {who.get('since')}"
+        return _describe({})
 
 
 @contextlib.contextmanager
@@ -121,5 +122,5 @@ def holders(folder: Path) -> dict[str, str]:
         except (OSError, ValueError):
             continue
         if who.get("pid") and who.get("host") == socket.gethostname() and alive(who["pid"], who.get("pid_started")):
-            out[path.stem] = f"pid {who['pid']} on {who['host']} since {who.get('since')}"
+            out[path.stem] = _describe(who)
     return out
