@@ -1,9 +1,11 @@
 """How long the runs still to do will take, from the step times of finished runs like them.
 
 A campaign on a few cores is planned in CPU hours: ``commbench status --grid`` sums, for every run without a
-finished record, its steps times the mean seconds per step of the done runs of the same task, method, workers,
-backend, data set and total batch in the same results folder (``train_s / steps``: evaluation and start-up not
-counted). Runs with no such done run have no estimate and are counted apart, never guessed.
+finished record, its steps left times seconds per step: for a run being trained now, its own pace (``live_step_s``,
+from its progress file: what the machine gives it today); else the mean of the done runs of the same task,
+method, workers, backend, data set and total batch in the same results folder (``train_s / steps``: evaluation
+and start-up not counted); else the pace of a running run of that kind. Runs with none of these have no
+estimate and are counted apart, never guessed.
 """
 from __future__ import annotations
 
@@ -30,11 +32,19 @@ def step_seconds(records: Iterable[dict]) -> dict[tuple, float]:
 
 def time_left(todo: Iterable[Mapping], records: Iterable[dict]) -> tuple[float, int, int]:
     """(seconds, runs estimated, runs without an estimate) for the configurations in ``todo`` (each with
-    ``steps``, and ``done_steps`` where a checkpoint holds some of them)."""
+    ``steps``; ``done_steps`` where a checkpoint or a running attempt holds some of them; ``live_step_s`` where
+    the run is being trained now)."""
+    todo = list(todo)
     per_step = step_seconds(records)
+    running: dict[tuple, list[float]] = {}
+    for cfg in todo:
+        if cfg.get("live_step_s"):
+            running.setdefault(_kind(cfg), []).append(cfg["live_step_s"])
     seconds, known, unknown = 0.0, 0, 0
     for cfg in todo:
-        s = per_step.get(_kind(cfg))
+        s = cfg.get("live_step_s") or per_step.get(_kind(cfg))
+        if s is None and _kind(cfg) in running:
+            s = statistics.fmean(running[_kind(cfg)])
         if s is None:
             unknown += 1
         else:
@@ -49,5 +59,6 @@ def describe(seconds: float, known: int, unknown: int) -> str:
         return ""
     hours = f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min"
     said = f"about {hours} of training left for {known} run{'s' * (known != 1)}" if known else "no estimate"
-    return said + (f"; {unknown} run{'s' * (unknown != 1)} without a finished run like them to time"
-                   if unknown else "") + " (step times of done runs of the same task, method, workers and batch)"
+    return said + (f"; {unknown} run{'s' * (unknown != 1)} without a finished or running run like them to time"
+                   if unknown else "") + (" (from the pace of the runs being trained, and the step times of done runs "
+                                          "of the same task, method, workers and batch)")

@@ -304,23 +304,31 @@ def cmd_status(args) -> int:
         m = (r or {}).get("metrics", {}) if record_is_current(r, note) and run_id not in running else {}
         top1 = f"{m['top1']:.4f}" if m.get("top1") is not None else "—"
         job = f"  job {note['job_id']}" if note else ""
+        live = _live(out, run_id) if run_id in running else None
         progress = _checkpoint_step(out, run_id) if state in ("running", "pending", "requeued") else None
-        steps = f"{m.get('steps')}/{c.get('steps')}" if m else (f"{progress}/{c.get('steps')} (checkpoint)"
-                                                                  if progress else f"-/{c.get('steps')}")
+        steps = (_pace(live, c) if live else f"{m.get('steps')}/{c.get('steps')}" if m else
+                 f"{progress}/{c.get('steps')} (checkpoint)" if progress else f"-/{c.get('steps')}")
         if state not in ("done", "diverged"):
-            left.append({**c, "done_steps": progress or 0})
+            left.append({**c, "done_steps": live["step"] if live else progress or 0,
+                         "live_step_s": (live or {}).get("step_s")})
         error = r.get("error") if r is not None and record_is_current(r, note) else None
         said = running.get(run_id) or error  # a run trained again now: who has it, not how it went last time
         print(f"{state:9s} {run_id}  {c.get('task')} {c.get('method')} w={c.get('workers')} {c.get('backend')} "
               f"steps={steps} top1={top1}{job}" + (f"  ({said})" if said else ""))
-    for c in todo:
+    for i, c in enumerate(todo):  # left[i] is c's
         state = "running" if c.run_id in running else "to do"
         counts[state] = counts.get(state, 0) + 1
         by = f"  ({running[c.run_id]})" if c.run_id in running else ""
-        print(f"{state:9s} {c.run_id}  {c.task} {c.method} w={c.workers} {c.backend} steps=-/{c.steps}{by}")
+        live = _live(out, c.run_id) if c.run_id in running else None
+        if live:
+            left[i].update(done_steps=live["step"], live_step_s=live.get("step_s"))
+        steps = _pace(live, left[i]) if live else f"-/{c.steps}"
+        print(f"{state:9s} {c.run_id}  {c.task} {c.method} w={c.workers} {c.backend} steps={steps}{by}")
     for run_id in unlisted:
         counts["running"] = counts.get("running", 0) + 1
-        print(f"{'running':9s} {run_id}  ({running[run_id]})")
+        live = _live(out, run_id)
+        steps = f"  steps={_pace(live, live)}" if live else ""
+        print(f"{'running':9s} {run_id}{steps}  ({running[run_id]})")
     if notes and states is None:
         print("(no Slurm commands here: the queue state of submitted runs is unknown)", file=sys.stderr)
     print(", ".join(f"{n} {s}" for s, n in sorted(counts.items())), file=sys.stderr)
@@ -329,6 +337,20 @@ def cmd_status(args) -> int:
     if line := describe(*time_left(left, iter_records(out))):
         print(line, file=sys.stderr)
     return 0
+
+
+def _live(out: Path, run_id: str) -> dict | None:
+    """Where a run being trained here stands now (its ProgressFile), or None."""
+    from commbench.launch.progress import read_progress
+    from commbench.launch.runner import progress_path
+
+    return read_progress(progress_path(out, run_id))
+
+
+def _pace(live: dict, cfg: dict) -> str:
+    """``660/2000 (0.98 steps/s)``: a running run's step and its pace since this attempt began."""
+    pace = f" ({1 / live['step_s']:.3g} steps/s)" if live.get("step_s") else ""
+    return f"{live['step']}/{cfg.get('steps')}{pace}"
 
 
 def _checkpoint_step(out: Path, run_id: str) -> int | None:

@@ -15,7 +15,7 @@ from commbench.config import ConfigError, RunConfig
 from commbench.launch.local import launch_local
 from commbench.launch.owner import Claimed, claim, unwind_on_sigterm
 from commbench.launch.preflight import check_machine
-from commbench.launch.progress import Progress
+from commbench.launch.progress import Progress, ProgressFile
 from commbench.store.provenance import collect_env, git_state, now
 from commbench.store.records import (EMPTY_METRICS, FINISHED, Status, UnreadableRecord, make_record,
                                      read_or_set_aside, read_record, write_record)
@@ -79,6 +79,11 @@ def claims_dir(out: Path) -> Path:
     return Path(out) / "claims"
 
 
+def progress_path(out: Path, run_id: str) -> Path:
+    """Where a claimed run says how far it is (launch.progress.ProgressFile), beside its claim."""
+    return claims_dir(out) / f"{run_id}.progress"
+
+
 def execute(cfg: RunConfig, out: Path, *, force: bool = False, save_weights: bool = False,
             show_progress: bool = True, requeue: Callable[[Outcome], str | None] | None = None) -> RunResult:
     """:func:`run_unclaimed`, while holding the run's claim in ``OUT/claims/`` (launched here, not by torchrun or
@@ -88,14 +93,19 @@ def execute(cfg: RunConfig, out: Path, *, force: bool = False, save_weights: boo
                              requeue=requeue)
     try:
         with claim(claims_dir(out), cfg.run_id):
-            return run_unclaimed(cfg, out, force=force, save_weights=save_weights, show_progress=show_progress,
-                                 requeue=requeue)
+            pace = ProgressFile(progress_path(out, cfg.run_id), cfg.steps)
+            try:
+                return run_unclaimed(cfg, out, force=force, save_weights=save_weights, show_progress=show_progress,
+                                     requeue=requeue, also_report=pace)
+            finally:
+                pace.remove()
     except Claimed as exc:
         raise RunningElsewhere(f"{cfg.run_id}: being run by {exc}") from None
 
 
 def run_unclaimed(cfg: RunConfig, out: Path, *, force: bool = False, save_weights: bool = False,
-                  show_progress: bool = True, requeue: Callable[[Outcome], str | None] | None = None) -> RunResult:
+                  show_progress: bool = True, requeue: Callable[[Outcome], str | None] | None = None,
+                  also_report: Callable[[int], None] | None = None) -> RunResult:
     """Run ``cfg`` unless its record already says done or diverged (or ``force``); an unreadable record is moved
     aside and the run runs again. Always leaves a record, except when a
     stop signal interrupted the run and ``requeue`` (a Slurm job's) put it back in the queue.
@@ -129,7 +139,7 @@ def run_unclaimed(cfg: RunConfig, out: Path, *, force: bool = False, save_weight
 
     started_at, t0, code = now(), time.perf_counter(), git_state()
     quiet_rank = outside and os.environ["RANK"] != "0"
-    progress = Progress(cfg.run_id, cfg.steps, enabled=show_progress and not quiet_rank)
+    progress = Progress(cfg.run_id, cfg.steps, enabled=show_progress and not quiet_rank, also=also_report)
     status, error, outcome = Status.FAILED, None, None
     world = {"world_size": cfg.workers, "dist_backend": None}
     root = Path(cfg.data_root or "data")

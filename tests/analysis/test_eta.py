@@ -25,3 +25,13 @@ def test_each_kind_of_run_is_timed_by_the_mean_step_of_its_done_runs():
     assert describe(seconds, known, unknown).startswith("about 38 min of training left for 2 runs; 1 run without")
     assert describe(7200.0, 1, 0).startswith("about 2.0 h of training left for 1 run (")
     assert describe(0.0, 0, 0) == ""
+
+
+def test_a_running_run_is_timed_by_its_own_pace_and_lends_it_to_runs_like_it():
+    records = [done("baseline", 2, 100.0, 1000)]  # 0.1 s a step, measured on a quieter machine
+    running = {**done("baseline", 2, 0, 0)["config"], "steps": 1_000, "done_steps": 600, "live_step_s": 0.3}
+    first_of_kind = {**done("terngrad", 4, 0, 0)["config"], "steps": 500, "done_steps": 100, "live_step_s": 2.0}
+    like_it = {**done("terngrad", 4, 0, 0)["config"], "steps": 1_000}  # no done run: the running one's pace
+    other = {**done("terngrad", 8, 0, 0)["config"], "steps": 1_000}
+    seconds, known, unknown = time_left([running, first_of_kind, like_it, other], records)
+    assert seconds == pytest.approx(0.3 * 400 + 2.0 * 400 + 2.0 * 1_000) and (known, unknown) == (3, 1)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -12,6 +13,8 @@ import time
 import pytest
 
 from commbench.launch.owner import Claimed, claim, holders
+from commbench.launch.progress import ProgressFile, read_progress
+from commbench.launch.runner import progress_path
 
 from ..conftest import REPO, commbench
 
@@ -87,8 +90,33 @@ def test_a_run_another_process_is_training_is_refused_with_who_has_it(tmp_path):
             time.sleep(0.1)
         second = commbench(*args)
         assert second.returncode == 1 and f"being run by pid {first.pid} on " in second.stderr, second.stderr
+        (run_id,) = holders(out / "claims")
+        while read_progress(progress_path(out, run_id)) is None and time.monotonic() < deadline:
+            time.sleep(0.1)  # the run reports its first step once its data is ready
         status = commbench("status", "--out", str(out))
-        assert status.returncode == 0 and "running   lenet-mnist_baseline_w1" in status.stdout, status.stdout
+        line = next(line for line in status.stdout.splitlines() if run_id in line)
+        assert status.returncode == 0 and line.startswith("running   lenet-mnist_baseline_w1"), status.stdout
+        assert re.search(r" steps=\d+/120[ (]", line), line  # the step it has reached, from its progress file
     finally:
         first.terminate()
         first.wait(timeout=60)
+    assert not list((out / "claims").iterdir())  # claim and progress file gone with the run (SIGTERM unwinds)
+
+
+def test_a_progress_file_says_the_step_and_the_pace_since_the_first_report(tmp_path):
+    path = tmp_path / "run-a.progress"
+    pace = ProgressFile(path, total=100, every_s=0.0)
+    pace(10)  # resumed at step 10: its pace counts from here
+    assert read_progress(path)["step"] == 10 and read_progress(path)["step_s"] is None
+    time.sleep(0.2)
+    pace(14)
+    state = read_progress(path)
+    assert state["step"] == 14 and state["steps"] == 100 and 0.05 <= state["step_s"] < 1.0  # 0.2 s over 4 steps
+    held = ProgressFile(path, total=100, every_s=3600.0)
+    held(20)
+    held(30)  # within every_s of the last write: not rewritten
+    assert read_progress(path)["step"] == 20
+    path.write_text("{half")
+    assert read_progress(path) is None  # unreadable: no progress, not an error
+    pace.remove()
+    assert not path.exists() and read_progress(path) is None
