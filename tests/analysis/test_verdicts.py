@@ -101,6 +101,13 @@ def test_counts_shares_and_choices():
     stand_in = judge(cell(ref(metric="gb_transferred", value=100.0, unit="GB", method="wgt"), [50.0],
                           [run(task="lenet-mnist", dataset="mnist")]))
     assert stand_in.label == UNTESTABLE and "share of bytes" in stand_in.why
+    # bytes per node and iteration: the model's count for the baseline, a threshold's effect for BGT
+    per_node = ref(metric="bytes_per_node_per_iteration", value=30.0, unit="MB", method="baseline")
+    assert judge(cell(per_node, [30.38], [run(task="lenet-mnist")])).label == NOT_REPRODUCED  # 1.3% off
+    bgt = ref(metric="bytes_per_node_per_iteration", value=6.9, unit="KB", method="bgt")
+    on_lenet = judge(cell(bgt, [1.77], [run(task="lenet-mnist", dataset="mnist")]))
+    assert on_lenet.label == UNTESTABLE and on_lenet.why.startswith("bytes sent on a stand-in model")
+    assert judge(cell(bgt, [7.2], [run(steps=10**9)])).label == REPRODUCED  # the paper's own run: within 10%
     assert judge(cell(ref(metric="throughput_images_per_s", value=900.0, unit="images/s"), [12.0])).label == UNTESTABLE
     assert judge(cell(ref(metric="best_delay_steps", value=2, unit="steps"), [2.0])).label == REPRODUCED
     assert judge(cell(ref(metric="best_delay_steps", value=2, unit="steps"), [1.0])).label == NOT_REPRODUCED
