@@ -295,7 +295,7 @@ def cmd_status(args) -> int:
         print(f"no records under {args.results}")
         return 0
     counts: dict[str, int] = {}
-    left: list[dict] = [c.to_dict() for c in todo]  # what is not finished yet, for the time estimate
+    left: list[dict] = []  # what is not finished yet, for the time estimate
     for run_id in sorted(set(records) | set(notes)):
         r, note = records.get(run_id), notes.get(run_id)
         state = "running" if run_id in running else current.get(run_id) or r["status"]
@@ -309,20 +309,18 @@ def cmd_status(args) -> int:
         steps = (_pace(live, c) if live else f"{m.get('steps')}/{c.get('steps')}" if m else
                  f"{progress}/{c.get('steps')} (checkpoint)" if progress else f"-/{c.get('steps')}")
         if state not in ("done", "diverged"):
-            left.append({**c, "done_steps": live["step"] if live else progress or 0,
-                         "live_step_s": (live or {}).get("step_s")})
+            left.append(_unfinished(c, live, progress))
         error = r.get("error") if r is not None and record_is_current(r, note) else None
         said = running.get(run_id) or error  # a run trained again now: who has it, not how it went last time
         print(f"{state:9s} {run_id}  {c.get('task')} {c.get('method')} w={c.get('workers')} {c.get('backend')} "
               f"steps={steps} top1={top1}{job}" + (f"  ({said})" if said else ""))
-    for i, c in enumerate(todo):  # left[i] is c's
+    for c in todo:
         state = "running" if c.run_id in running else "to do"
         counts[state] = counts.get(state, 0) + 1
         by = f"  ({running[c.run_id]})" if c.run_id in running else ""
         live = _live(out, c.run_id) if c.run_id in running else None
-        if live:
-            left[i].update(done_steps=live["step"], live_step_s=live.get("step_s"))
-        steps = _pace(live, left[i]) if live else f"-/{c.steps}"
+        left.append(_unfinished(c.to_dict(), live, None))
+        steps = _pace(live, left[-1]) if live else f"-/{c.steps}"
         print(f"{state:9s} {c.run_id}  {c.task} {c.method} w={c.workers} {c.backend} steps={steps}{by}")
     for run_id in unlisted:
         counts["running"] = counts.get("running", 0) + 1
@@ -345,6 +343,13 @@ def _live(out: Path, run_id: str) -> dict | None:
     from commbench.launch.runner import progress_path
 
     return read_progress(progress_path(out, run_id))
+
+
+def _unfinished(cfg: dict, live: dict | None, checkpoint_step: int | None) -> dict:
+    """A run still to train, for the time estimate: its steps done (a running attempt's, else its checkpoint's)
+    and, while it trains, its own pace."""
+    return {**cfg, "done_steps": live["step"] if live else checkpoint_step or 0,
+            "live_step_s": (live or {}).get("step_s")}
 
 
 def _pace(live: dict, cfg: dict) -> str:
