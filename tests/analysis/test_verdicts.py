@@ -114,6 +114,17 @@ def test_counts_shares_and_choices():
     assert judge(cell(ref(metric="warmup_steps_chosen", value=500, unit="iterations"), [499.0])).label == REPRODUCED
 
 
+def test_a_paper_choice_within_noise_of_the_best_here_is_not_called_wrong():
+    best_k = ref(metric="best_delay_steps", value=2, unit="steps")
+    close = judge(cell(best_k, [5.0], choice_shortfall=0.14))
+    assert close.label == REPRODUCED and "trails the best by 0.14 points: within 0.50" in close.why
+    far = judge(cell(best_k, [5.0], choice_shortfall=0.8))
+    assert far.label == NOT_REPRODUCED and "trails the best by 0.80 points: beyond 0.50" in far.why
+    assert judge(cell(best_k, [5.0], choice_shortfall=0.8, choice_std=0.5)).label == REPRODUCED  # 2 std = 1.0
+    unrun = judge(cell(best_k, [5.0]))
+    assert unrun.label == NOT_REPRODUCED and "did not run here" in unrun.why
+
+
 def test_sections_count_verdicts_and_every_row_has_exactly_one():
     cells = [cell(ref(method="baseline"), [88.0], [run(task="lenet-mnist")]),
              cell(ref(metric="top1_loss", value=1.0), [1.1]),

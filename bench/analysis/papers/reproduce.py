@@ -43,6 +43,8 @@ PAIR_KEYS = ("task", "dataset", "workers", "backend", "tier", "steps", "seed", "
              "node_link")
 # configuration fields that do not tell one setting from another (declared with each setting in config)
 NOT_SETTING = NOT_COMPARED
+# a best-k row names one k; a best-warm-up row one length, within 1 (Algorithm 1 rounds the warm-up to fit k)
+CHOICE_ROUNDING = {"best_delay_steps": 0, "warmup_steps_chosen": 1}
 BYTE_UNITS = {"B": 1.0, "KB": 1e3, "MB": 1e6, "GB": 1e9, "MiB": 2.0 ** 20}
 
 
@@ -58,6 +60,10 @@ class Cell:
     gap: float | None = None        # top-1/top-5 rows of a method: ours minus our baseline (same setting, seed)
     gap_std: float | None = None    # the spread of that gap over the seeds
     paper_gap: float | None = None  # the same gap in the paper (its baseline row of the same table)
+    # best-k / best-warm-up rows: how many points the run(s) at the paper's choice trail the best here, and the
+    # spread over seeds, so that a choice within noise of the best is not called wrong
+    choice_shortfall: float | None = None
+    choice_std: float | None = None
     records: list[dict] = field(default_factory=list)  # the matched runs (one per value)
 
     @property
@@ -589,9 +595,17 @@ def reproduce(ref: Reference, records: list[dict], analogues: list[Analogue],
             groups[_params(r).get(key)].append(r)
         pairs = []
         if len(groups) > 1:
-            best = max(groups, key=lambda g: statistics.fmean(r["metrics"]["top1"] for r in groups[g]))
+            top1 = {g: [_percent(r["metrics"]["top1"]) for r in runs_] for g, runs_ in groups.items()}
+            best = max(groups, key=lambda g: statistics.fmean(top1[g]))
             pairs = [(float(best), groups[best][0])]
             extra.append(f"of {key} in {', '.join(map(str, sorted(groups)))}")
+            tolerance = CHOICE_ROUNDING[metric]
+            papers = [g for g in groups if g is not None and abs(g - ref.value) <= tolerance]
+            if papers:
+                chosen = min(papers, key=lambda g: abs(g - ref.value))
+                cell.choice_shortfall = statistics.fmean(top1[best]) - statistics.fmean(top1[chosen])
+                stds = [statistics.stdev(top1[g]) for g in (best, chosen) if len(top1[g]) > 1]
+                cell.choice_std = max(stds) if stds else None
             k = _params(groups[best][0]).get("k")
             if metric == "warmup_steps_chosen" and ref.delay_steps is not None and k != ref.delay_steps:
                 extra.append(f"swept at k={k}, not the paper's k={ref.delay_steps}")

@@ -14,7 +14,9 @@ The rule (also in docs/papers.md):
   - speed-up: the same direction as the paper's (faster, or not) and within a factor of 2 of it;
   - a model's size or gradient count: within 1%; a share of bytes on the paper's model: within 10%;
   - a share of zero gradients: within 5 points;
-  - the best delay steps: the same k; the best warm-up: the same length (within 1, Algorithm 1's rounding).
+  - the best delay steps: the same k, or a k whose top-1 here is within the accuracy tolerance of the best
+    one's (the runs cannot tell them apart); the best warm-up likewise, a length within 1 counting as the same
+    (Algorithm 1's rounding).
 * A top-5 loss where the baseline's top-5 is at least 99% (a 10-class data set) is ``untestable here``: a loss
   cannot show against a saturated metric.
 """
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from commbench.analysis.papers.reproduce import CHOICE_ROUNDING as CHOICES
 from commbench.analysis.papers.reproduce import Cell
 
 REPRODUCED, NOT_REPRODUCED, UNTESTABLE, MISSING = "reproduced", "not reproduced", "untestable here", "missing"
@@ -36,7 +39,6 @@ MODEL_COUNTS = {"model_size", "gradients_per_iteration", "gradients_total"}
 # bytes a method sends: for the baseline the model's count (every gradient, 32 bits), for a threshold method what
 # the threshold lets through, which depends on the model's gradients
 BYTE_SHARES = {"gb_transferred", "pct_per_gb", "data_fraction", "bytes_per_node_per_iteration"}
-CHOICES = {"best_delay_steps": 0, "warmup_steps_chosen": 1}
 SPEED_FACTOR = 2.0
 
 
@@ -134,6 +136,14 @@ def judge(cell: Cell) -> Verdict:
             return Verdict(UNTESTABLE, f"a property of the paper model's gradients, measured on {elsewhere}")
         return _within(mean, ref.value, 5.0, "zero share")
     if metric in CHOICES:
-        ok = abs(mean - ref.value) <= CHOICES[metric]
-        return Verdict(REPRODUCED if ok else NOT_REPRODUCED, f"best here {mean:g}, in the paper {ref.value:g}")
+        said = f"best here {mean:g}, in the paper {ref.value:g}"
+        if abs(mean - ref.value) <= CHOICES[metric]:
+            return Verdict(REPRODUCED, said)
+        if cell.choice_shortfall is None:
+            return Verdict(NOT_REPRODUCED, f"{said}, which did not run here")
+        tolerance = _spread(cell.choice_std)
+        ok = cell.choice_shortfall <= tolerance
+        return Verdict(REPRODUCED if ok else NOT_REPRODUCED,
+                       f"{said}, whose top-1 trails the best by {cell.choice_shortfall:.2f} points: "
+                       f"{'within' if ok else 'beyond'} {tolerance:.2f}")
     return Verdict(UNTESTABLE, f"no rule for metric {metric!r}")
