@@ -206,6 +206,12 @@ def test_the_best_delay_and_the_best_warm_up(tmp_path):
     # how far the paper's own choice trails the best here, in points: k = 2 is the best; warm-up 499 (the
     # paper's 500, rounded) reaches 82% against warm-up 299's 90%
     assert best_k.choice_shortfall == 0 and warm_up.choice_shortfall == pytest.approx(8.0)
+    # a sweep without the paper's choice cannot judge it: the row stays missing and says why
+    refs = write_refs(tmp_path / "paper4", "ssdsgd", [
+        {"source": "Section 4.3", "row": "best k", "task": "lenet-mnist", "method": "ssdsgd", "workers": "4",
+         "warmup_steps": "500", "variant": "glu", "metric": "best_delay_steps", "value": "4", "unit": "steps"}])
+    [unswept] = build("ssdsgd", results, refs)
+    assert not unswept.values and unswept.why_missing == "the paper's k = 4 did not run here (k in 1, 2, 5)"
 
 
 def test_data_fraction_is_the_share_of_the_fp32_bytes(tmp_path):

@@ -596,19 +596,21 @@ def reproduce(ref: Reference, records: list[dict], analogues: list[Analogue],
         pairs = []
         if len(groups) > 1:
             top1 = {g: [_percent(r["metrics"]["top1"]) for r in runs_] for g, runs_ in groups.items()}
-            best = max(groups, key=lambda g: statistics.fmean(top1[g]))
-            pairs = [(float(best), groups[best][0])]
-            extra.append(f"of {key} in {', '.join(map(str, sorted(groups)))}")
-            tolerance = CHOICE_ROUNDING[metric]
-            papers = [g for g in groups if g is not None and abs(g - ref.value) <= tolerance]
-            if papers:
+            swept = ', '.join(map(str, sorted(groups)))
+            papers = [g for g in groups if g is not None and abs(g - ref.value) <= CHOICE_ROUNDING[metric]]
+            if papers:  # a best-of sweep without the paper's own choice cannot say whether that choice is best
+                best = max(groups, key=lambda g: statistics.fmean(top1[g]))
+                pairs = [(float(best), groups[best][0])]
+                extra.append(f"of {key} in {swept}")
                 chosen = min(papers, key=lambda g: abs(g - ref.value))
                 cell.choice_shortfall = statistics.fmean(top1[best]) - statistics.fmean(top1[chosen])
                 stds = [statistics.stdev(top1[g]) for g in (best, chosen) if len(top1[g]) > 1]
                 cell.choice_std = max(stds) if stds else None
-            k = _params(groups[best][0]).get("k")
-            if metric == "warmup_steps_chosen" and ref.delay_steps is not None and k != ref.delay_steps:
-                extra.append(f"swept at k={k}, not the paper's k={ref.delay_steps}")
+                k = _params(groups[best][0]).get("k")
+                if metric == "warmup_steps_chosen" and ref.delay_steps is not None and k != ref.delay_steps:
+                    extra.append(f"swept at k={k}, not the paper's k={ref.delay_steps}")
+            else:
+                cell.why_missing = f"the paper's {key} = {ref.value:g} did not run here ({key} in {swept})"
     else:
         cell.why_missing = f"no analogue for metric {metric!r} in the records"
         return cell
