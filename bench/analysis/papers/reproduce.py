@@ -596,14 +596,15 @@ def reproduce(ref: Reference, records: list[dict], analogues: list[Analogue],
         pairs = []
         if len(groups) > 1:
             top1 = {g: [_percent(r["metrics"]["top1"]) for r in runs_] for g, runs_ in groups.items()}
+            means = {g: statistics.fmean(v) for g, v in top1.items()}
             swept = ', '.join(map(str, sorted(groups)))
-            papers = [g for g in groups if g is not None and abs(g - ref.value) <= CHOICE_ROUNDING[metric]]
-            if papers:  # a best-of sweep without the paper's own choice cannot say whether that choice is best
-                best = max(groups, key=lambda g: statistics.fmean(top1[g]))
+            chosen = min((g for g in groups if g is not None and abs(g - ref.value) <= CHOICE_ROUNDING[metric]),
+                         key=lambda g: abs(g - ref.value), default=None)
+            if chosen is not None:  # a best-of sweep without the paper's own choice cannot say whether it is best
+                best = max(means, key=means.get)
                 pairs = [(float(best), groups[best][0])]
                 extra.append(f"of {key} in {swept}")
-                chosen = min(papers, key=lambda g: abs(g - ref.value))
-                cell.choice_shortfall = statistics.fmean(top1[best]) - statistics.fmean(top1[chosen])
+                cell.choice_shortfall = means[best] - means[chosen]
                 stds = [statistics.stdev(top1[g]) for g in (best, chosen) if len(top1[g]) > 1]
                 cell.choice_std = max(stds) if stds else None
                 k = _params(groups[best][0]).get("k")

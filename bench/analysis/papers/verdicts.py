@@ -24,8 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from commbench.analysis.papers.reproduce import CHOICE_ROUNDING as CHOICES
-from commbench.analysis.papers.reproduce import Cell
+from commbench.analysis.papers.reproduce import CHOICE_ROUNDING, Cell
 
 REPRODUCED, NOT_REPRODUCED, UNTESTABLE, MISSING = "reproduced", "not reproduced", "untestable here", "missing"
 VERDICTS = (REPRODUCED, NOT_REPRODUCED, UNTESTABLE, MISSING)
@@ -135,9 +134,9 @@ def judge(cell: Cell) -> Verdict:
         if elsewhere:
             return Verdict(UNTESTABLE, f"a property of the paper model's gradients, measured on {elsewhere}")
         return _within(mean, ref.value, 5.0, "zero share")
-    if metric in CHOICES:
+    if metric in CHOICE_ROUNDING:
         said = f"best here {mean:g}, in the paper {ref.value:g}"
-        if abs(mean - ref.value) <= CHOICES[metric]:
+        if abs(mean - ref.value) <= CHOICE_ROUNDING[metric]:
             return Verdict(REPRODUCED, said)
         if cell.choice_shortfall is None:  # not measured: the exact rule alone
             return Verdict(NOT_REPRODUCED, said)
