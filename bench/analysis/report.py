@@ -124,7 +124,7 @@ def is_campaign(results: Path) -> bool:
     """A folder of the project's reproduction campaign (or the results folder holding it): its report is about
     the papers."""
     results = Path(results)
-    return results.name in ("campaign", "campaign-previous") or (results / "campaign" / "runs").is_dir()
+    return results.name == "campaign" or (results / "campaign" / "runs").is_dir()
 
 
 def blocks(results: Path, figures_dir: Path, paper: bool = False) -> list[Block]:
