@@ -439,11 +439,13 @@ def test_a_modelled_speed_up_is_measured_on_the_emulated_network_and_only_from_r
          "variant": "performance-model", "metric": "speedup", "value": "3.04", "unit": "x"}],
         analogues="- {paper: terngrad, task: alexnet-imagenet, use: {task: lenet-mnist}}\n")
     results = tmp_path / "results"
+    # TernGrad all-gathers its trits, the baseline all-reduces: both exchange among the workers, so they pair
+    allgather, allreduce = {**TERNGRAD["terngrad"], "topology": "allgather"}, {"topology": "allreduce"}
     for workers, (base, tern) in {2: (1.0, 3.0), 4: (2.0, 4.0)}.items():
         for method, ips in (("baseline", base), ("terngrad", tern)):
             write_record(results, f"{method}-w{workers}", task="alexnet-imagenet", method=method, workers=workers,
                          images_per_s=ips, steps=4, dataset="synthetic", config={"net": "100mbit"},
-                         params=TERNGRAD["terngrad"] if method == "terngrad" else None)
+                         params=allgather if method == "terngrad" else allreduce)
     # a simulation's images/s is no speed, however good it looks; a loopback run is no emulated network
     write_record(results, "sim-b", task="alexnet-imagenet", workers=8, backend="sim", images_per_s=1.0)
     write_record(results, "sim-t", task="alexnet-imagenet", method="terngrad", workers=8, backend="sim",
@@ -454,6 +456,27 @@ def test_a_modelled_speed_up_is_measured_on_the_emulated_network_and_only_from_r
     assert "fewer workers: 4 of 8" in cell.markers and "4 workers" in cell.markers
     assert "link: 100mbit to every process (emulated)" in cell.markers
     assert "other settings: 100mbit 3" in cell.markers
+
+
+def test_a_row_left_to_an_older_version_also_says_what_the_current_records_lack(tmp_path):
+    """A row that only a superseded record would fill says so, and keeps the reason the current records gave
+    (a re-run that pairs with no baseline must not read as a grid still to run)."""
+    refs = write_refs(tmp_path / "paper", "terngrad", [
+        {"source": "Figure 5", "row": "3.04x", "task": "alexnet-imagenet", "method": "terngrad", "workers": "2",
+         "metric": "speedup", "value": "3.04", "unit": "x"}])
+    results = tmp_path / "results"
+    common = {"task": "alexnet-imagenet", "steps": 4, "dataset": "synthetic", "params": TERNGRAD["terngrad"]}
+    write_record(results, "old", method="terngrad", images_per_s=3.0, **common)
+    write_record(results, "old-base", images_per_s=1.0, task="alexnet-imagenet", steps=4, dataset="synthetic")
+    old = json.loads((results / "runs" / "old.json").read_text())
+    old["config"]["method_version"] = 1
+    (results / "runs" / "old.json").write_text(json.dumps(old))
+    [cell] = build("terngrad", results, refs)
+    assert cell.values == [] and cell.why_missing.startswith("only records of an older version of the method")
+    assert "; the current records" not in cell.why_missing
+    write_record(results, "new", method="terngrad", images_per_s=3.0, seed=2, **common)  # no seed-2 baseline
+    [cell] = build("terngrad", results, refs)
+    assert cell.values == [] and "; the current records: no baseline run of the same setting" in cell.why_missing
 
 
 def test_a_speed_up_counts_only_against_a_baseline_that_overlaps_its_exchange(tmp_path):

@@ -45,6 +45,7 @@ PAIR_KEYS = ("task", "dataset", "workers", "backend", "tier", "steps", "seed", "
 NOT_SETTING = NOT_COMPARED
 # a best-k row names one k; a best-warm-up row one length, within 1 (Algorithm 1 rounds the warm-up to fit k)
 CHOICE_ROUNDING = {"best_delay_steps": 0, "warmup_steps_chosen": 1}
+NO_MATCH = "no matching run"  # a row with no record of its setting at all
 BYTE_UNITS = {"B": 1.0, "KB": 1e3, "MB": 1e6, "GB": 1e9, "MiB": 2.0 ** 20}
 
 
@@ -329,10 +330,13 @@ def _group_value(record: dict, key: str):
 
 
 def _exchange(record: dict) -> tuple:
-    """How gradients travel: an all-reduce, or S parameter servers (a PS method pairs with a PS baseline)."""
+    """How gradients travel: among the workers (a collective: TernGrad's all-gather of trits is compared with
+    the baseline's all-reduce, as in the paper), or through S parameter servers (a PS method pairs with a PS
+    baseline on as many servers)."""
     params = _params(record)
-    topology = params.get("topology", "allreduce")
-    return topology, params.get("servers") if topology == "ps" else None
+    if params.get("topology") == "ps":
+        return "ps", params.get("servers")
+    return "collective", None
 
 
 def _pair_key(record: dict, exchange: bool) -> tuple:
@@ -639,7 +643,7 @@ def reproduce(ref: Reference, records: list[dict], analogues: list[Analogue],
         cell.why_missing = (f"a speed of {ref.task}: its CPU stand-in {stand_in.use.get('task')} says nothing "
                             f"about it, and {ref.task} itself has no matching run in real processes")
     if not cell.values and cell.why_missing is None:
-        cell.why_missing = "no matching run" if analogue is None or runs else "no run of the stand-in yet"
+        cell.why_missing = NO_MATCH if analogue is None or runs else "no run of the stand-in yet"
     return cell
 
 

@@ -12,7 +12,7 @@ from commbench.methods import METHODS
 
 from commbench.store.records import iter_records
 from commbench.analysis.papers.reference import PAPER_DIR, PAPERS, load_analogues, load_references
-from commbench.analysis.papers.reproduce import Cell, paper_gap, reproduce
+from commbench.analysis.papers.reproduce import NO_MATCH, Cell, paper_gap, reproduce
 from commbench.analysis.papers.verdicts import MISSING as MISSING_VERDICT
 from commbench.analysis.papers.verdicts import NOT_REPRODUCED, REPRODUCED, UNTESTABLE, judge
 
@@ -52,9 +52,10 @@ def build(which: str, results: Path, paper_dir: Path = PAPER_DIR) -> list[Cell]:
                 old = reproduce(ref, records, analogues, references)
                 stale = sorted({why for rid in old.run_ids for r in records
                                 if r["run_id"] == rid and (why := superseded(r))})
-                if stale:
+                if stale:  # and what the current records lack, where they say (it may be why a re-run is missing)
+                    now = f"; the current records: {cell.why_missing}" if cell.why_missing not in (None, NO_MATCH) else ""
                     cell.why_missing = (f"only records of an older version of the method ({', '.join(stale)}: its "
-                                        f"computation changed), left out: re-run the grid")
+                                        f"computation changed), left out: re-run the grid{now}")
             cell.paper_gap = paper_gap(ref, references)
             cells.append(cell)
     return cells
