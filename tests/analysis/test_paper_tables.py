@@ -252,7 +252,7 @@ def test_rows_without_runs_stay_and_say_missing(tmp_path):
     (tmp_path / "empty").mkdir()
     table = rows(build("ssdsgd", tmp_path / "empty", refs))
     assert [r["reproduced"] for r in table] == ["missing", "missing"]
-    assert all(r["differs"] == "no matching run" for r in table)
+    assert all(r["why"] == "no matching run" and r["differs"] == "" for r in table)
     md = render(table, "md")
     assert md.count("| missing | ") == 4  # the value and the verdict of each row
     assert "0 reproduced, 0 not reproduced, 0 untestable, 1 missing" in md

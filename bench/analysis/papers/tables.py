@@ -105,8 +105,9 @@ def rows(cells: list[Cell]) -> list[dict]:
                     "delta": f"{c.delta:+,.{_decimals(r, r.unit)}f}" if c.delta is not None else "",
                     "paper gap": f"{c.paper_gap:+.2f}" if c.paper_gap is not None else "",
                     "our gap": f"{c.gap:+.2f}" if c.gap is not None else "",
-                    "verdict": verdict.label, "why": verdict.why if c.values else "",
-                    "differs": "; ".join(c.markers) if c.values else (c.why_missing or MISSING),
+                    # a missing row says why in the why column, as every other verdict does
+                    "verdict": verdict.label, "why": verdict.why,
+                    "differs": "; ".join(c.markers) if c.values else "",
                     "runs": " ".join(c.run_ids)})
     return out
 
