@@ -53,7 +53,8 @@ def build(which: str, results: Path, paper_dir: Path = PAPER_DIR) -> list[Cell]:
                 stale = sorted({why for rid in old.run_ids for r in records
                                 if r["run_id"] == rid and (why := superseded(r))})
                 if stale:  # and what the current records lack, where they say (it may be why a re-run is missing)
-                    now = f"; the current records: {cell.why_missing}" if cell.why_missing not in (None, NO_MATCH) else ""
+                    lack = cell.why_missing not in (None, NO_MATCH)
+                    now = f"; the current records: {cell.why_missing}" if lack else ""
                     cell.why_missing = (f"only records of an older version of the method ({', '.join(stale)}: its "
                                         f"computation changed), left out: re-run the grid{now}")
             cell.paper_gap = paper_gap(ref, references)
