@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from commbench.analysis.papers.reference import PAPERS
-from commbench.analysis.papers.tables import LEGEND, build, layout, rows, sections, verdict_counts
+from commbench.analysis.papers.tables import LEGEND, build, layout, rows, sections, totals_line, verdict_counts
 from commbench.analysis.plots import plot_all
 from commbench.store.records import iter_records
 from commbench.analysis.table import COLUMNS, comparison, records_frame
@@ -143,7 +143,9 @@ def blocks(results: Path, figures_dir: Path, paper: bool = False) -> list[Block]
     if paper:
         out.append(Block("h2", "Paper tables"))
         out.append(Block("p", LEGEND))
-        for (paper_name, source), group in sections(rows(build("all", results))):  # in each paper's own order
+        table = rows(build("all", results))
+        out.append(Block("p", totals_line(table)))
+        for (paper_name, source), group in sections(table):  # in each paper's own order
             out.append(Block("h3", f"{PAPERS[paper_name]}: {source} ({verdict_counts(group)})"))
             out.append(_table_block(*layout(group)))
         out += model_blocks()

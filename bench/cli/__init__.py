@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 
 from commbench.config import ConfigError, RunConfig, describe, parse_set, resolve, run_flags
+from commbench.config.grid import GRIDS_DIR
 from commbench.cli import model as model_command
 from commbench.store.records import EXIT_INTERRUPTED, Status
 
-GRIDS_DIR = Path(__file__).resolve().parent.parent / "grids"
 DATA_SETS = ("mnist", "fashion-mnist", "cifar10", "cifar10-jpeg")
 # a user's runs go here unless told otherwise: not results/, which holds what the project commits
 DEFAULT_RESULTS = "local-results"
@@ -375,9 +375,6 @@ def cmd_table(args) -> int:
                           f"(the records are read from --results)")
     if args.paper:
         from commbench.analysis.papers.tables import build, render as render_paper, rows
-
-        if args.format == "json":
-            raise ConfigError("--format json: only for the comparison table (the paper tables: md, csv or latex)")
 
         text = render_paper(rows(build(args.paper, Path(args.results))), args.format)
     else:

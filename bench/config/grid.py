@@ -24,7 +24,25 @@ from commbench.methods import METHODS
 from commbench.config import ConfigError, RunConfig, check_names, load_yaml, method_param_types, resolve
 from commbench.store.records import SAFE_NAME
 
-TOP_LEVEL = ("name", "base", "axes", "exclude", "slurm", "description")
+TOP_LEVEL = ("name", "base", "axes", "exclude", "slurm", "description", "declares")
+GRIDS_DIR = Path(__file__).resolve().parent.parent / "grids"  # the grids the package ships
+# A declaration names, before its grid runs, the setting that stands for a paper's speed row (docs/papers.md):
+# the row (paper, source, task and, where the row states one, batch per worker), the emulated links and the
+# number of workers whose measurements judge it, and why that setting is the paper's.
+DECLARATION_KEYS = {"paper": str, "source": str, "task": str, "links": list, "workers": int, "why": str}
+DECLARATION_OPTIONAL = {"batch_per_worker": int}
+
+
+@dataclass(frozen=True)
+class Declaration:
+    paper: str
+    source: str
+    task: str
+    links: tuple[str, ...]
+    workers: int
+    why: str
+    grid: str
+    batch_per_worker: int | None = None
 
 
 @dataclass
@@ -35,6 +53,7 @@ class Grid:
     exclude: list[dict[str, Any]] = field(default_factory=list)
     slurm: dict[str, Any] = field(default_factory=dict)
     name: str = ""
+    declares: list[Declaration] = field(default_factory=list)
 
     def values(self) -> dict[str, list]:
         """Each setting an axis varies, with its values (a tied axis gives one entry per setting it names)."""
@@ -90,7 +109,35 @@ def load_grid(path: str | Path) -> Grid:
         name = re.sub(r"[^A-Za-z0-9._-]", "-", path.stem).lstrip("._-") or "grid"
     elif not isinstance(name, str) or not SAFE_NAME.match(name):
         raise ConfigError(f"{path}: name {str(name)[:60]!r}: letters, digits, '.', '_', '-' only (it names Slurm jobs)")
-    return Grid(path, dict(base), dict(axes), list(exclude), dict(slurm), name)
+    return Grid(path, dict(base), dict(axes), list(exclude), dict(slurm), name,
+                _declarations(path, doc.get("declares"), name))
+
+
+def _declarations(path: Path, entries, grid_name: str) -> list[Declaration]:
+    if entries is None:
+        return []
+    if not isinstance(entries, list):
+        raise ConfigError(f"{path}: declares must be a list of mappings")
+    out = []
+    for i, entry in enumerate(entries, start=1):
+        where = f"{path}: declares entry {i}"
+        if not isinstance(entry, dict):
+            raise ConfigError(f"{where}: must be a mapping")
+        unknown = set(entry) - set(DECLARATION_KEYS) - set(DECLARATION_OPTIONAL)
+        if unknown:
+            raise ConfigError(f"{where}: unknown key {sorted(unknown)[0]!r} (known: "
+                              f"{', '.join([*DECLARATION_KEYS, *DECLARATION_OPTIONAL])})")
+        for key, typ in {**DECLARATION_KEYS, **DECLARATION_OPTIONAL}.items():
+            if key not in entry and key in DECLARATION_KEYS:
+                raise ConfigError(f"{where}: {key} missing")
+            if key in entry and (not isinstance(entry[key], typ) or isinstance(entry[key], bool)):
+                raise ConfigError(f"{where}: {key} must be a{'n integer' if typ is int else ' ' + typ.__name__}")
+        links = entry["links"]
+        if not links or not all(isinstance(x, str) and x for x in links):
+            raise ConfigError(f"{where}: links must be a non-empty list of link rates (100mbit)")
+        out.append(Declaration(entry["paper"], entry["source"], entry["task"], tuple(links), entry["workers"],
+                               entry["why"], grid_name, entry.get("batch_per_worker")))
+    return out
 
 
 def _axis_names(key: str) -> list[str]:

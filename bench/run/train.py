@@ -28,6 +28,7 @@ from commbench.tasks import TASKS
 from commbench.run.checkpoint import Checkpoints, capture_rng, restore_rng
 from commbench.config import RunConfig
 from commbench.run.optim import EMA, lr_at, make_optimizer
+from commbench.store.correctness import pack_correct
 from commbench.store.records import Status
 
 Reporter = Callable[[int, int, float], None]  # (steps done, total steps, mean train loss)
@@ -56,6 +57,8 @@ class Loop:
     train_s: float = 0.0
     top1: float | None = None
     top5: float | None = None
+    correct: dict | None = None  # the last evaluation's per-image top-1 correctness (store.correctness)
+    best: dict | None = None     # the evaluation with the highest top-1: {"top1", "step", "correct"}
     mean_loss: float = float("nan")
     loss_sum: float = 0.0  # since the last log point, this process's workers
     loss_count: int = 0
@@ -110,21 +113,25 @@ def set_threads(cfg: RunConfig) -> None:
 
 
 @torch.no_grad()
-def evaluate(model: torch.nn.Module, data, batch_size: int, device: torch.device) -> tuple[float, float | None]:
-    """Top-1 and top-5 accuracy (fractions) over the whole evaluation split."""
+def evaluate(model: torch.nn.Module, data, batch_size: int,
+             device: torch.device) -> tuple[float, float | None, torch.Tensor]:
+    """Top-1 and top-5 accuracy (fractions) over the whole evaluation split, and which images top-1 got right
+    (in the split's order: the paired intervals of the paper tables compare runs image by image)."""
     was_training = model.training
     model.eval()
-    top1 = top5 = total = 0
+    top5 = total = 0
+    correct = []
     for x, y in data.eval_batches(batch_size):
         x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
         logits = model(x)
         k = min(5, logits.shape[1])
         best = logits.topk(k, dim=1).indices
-        top1 += (best[:, 0] == y).sum().item()
+        correct.append((best[:, 0] == y).cpu())
         top5 += (best == y[:, None]).any(dim=1).sum().item()
         total += len(y)
     model.train(was_training)
-    return top1 / total, (top5 / total if data.num_classes >= 5 else None)
+    hits = torch.cat(correct) if correct else torch.zeros(0, dtype=torch.bool)
+    return int(hits.sum()) / total, (top5 / total if data.num_classes >= 5 else None), hits
 
 
 def eval_steps(cfg: RunConfig) -> set[int]:
@@ -356,8 +363,12 @@ class Trainer:
             loop.history.append(point)
             return False
         if done in self.evals and self.holds_rank0:
-            loop.top1, loop.top5 = evaluate(self.evaluation_model(), self.data, cfg.eval["batch_size"], self.device)
+            loop.top1, loop.top5, hits = evaluate(self.evaluation_model(), self.data, cfg.eval["batch_size"],
+                                                  self.device)
             point["top1"], point["top5"] = loop.top1, loop.top5
+            loop.correct = pack_correct(hits)
+            if loop.best is None or loop.top1 > loop.best["top1"]:  # the first of equal bests
+                loop.best = {"top1": loop.top1, "step": done, "correct": loop.correct}
         loop.history.append(point)
         if report:
             report(done, cfg.steps, loop.mean_loss)
@@ -407,6 +418,10 @@ class Trainer:
             "parameters": self.grad_elements, "threads_per_worker": torch.get_num_threads(),
             **{e: totals[4 + i].item() for i, e in enumerate(self.method_cls.extra_metrics)},
         }
+        if status == Status.DONE and loop.correct is not None:  # for paired intervals (docs/record-format.md)
+            metrics["eval_correct"] = loop.correct
+            metrics["top1_best"], metrics["top1_best_step"] = loop.best["top1"], loop.best["step"]
+            metrics["eval_correct_best"] = loop.best["correct"]
         metrics["time_breakdown"] = time_breakdown(loop.times, self.method.times, train_s)
         final_model = self.eval_model if self.method.has_global_weights else self.models[0]  # the last evaluated
         metrics["final_weights"] = {"sha256": weights_digest(final_model.state_dict())}

@@ -22,7 +22,7 @@ EXCERPTS = REPO / "tests" / "data" / "paper_tables"
 
 COLUMNS = ["paper", "source", "row", "task", "dataset", "method", "workers", "global_batch",
            "batch_per_worker", "base_lr", "optimizer", "threshold", "delay_steps", "warmup_steps",
-           "iterations", "variant", "metric", "value", "unit", "note"]
+           "iterations", "variant", "metric", "value", "unit", "claim", "margin", "reports", "note"]
 PAPERS = ("terngrad", "threshold", "ssdsgd")
 TASKS = {"lenet-mnist", "cifarnet-cifar10", "alexnet-imagenet", "googlenet-imagenet", "nin-imagenet",
          "resnet20-cifar10", "resnet50-imagenet", "vgg11-imagenet"}
@@ -43,7 +43,7 @@ SOURCE_BLOCKS = {
                  ("Figure 4", 1), ("Table 3", 6), ("Section 4.2", 1), ("Figure 5", 2)],
     "threshold": [("Section 2.2", 1), ("Section 3.1", 4), ("Table 1", 18), ("Table 2", 18), ("Table 3", 18),
                   ("Section 4", 10)],
-    "ssdsgd": [("Section 4.2", 1), ("Table 2", 18), ("Section 4.3", 6), ("Section 4.4", 9), ("Section 4.5", 8),
+    "ssdsgd": [("Section 4.2", 7), ("Table 2", 18), ("Section 4.3", 6), ("Section 4.4", 9), ("Section 4.5", 8),
                ("Section 4.6", 8)],
 }
 
@@ -51,6 +51,8 @@ SOURCE_BLOCKS = {
 # contain the number itself (or one of these words), and is then searched for instead of the bare number.
 HINT = re.compile(r'printed as "([^"]+)"')
 WORD_NUMBERS = {"double": 2.0, "twice": 2.0, "half": 0.5}
+# a sign claim (unit "sign") prints a direction, not a number: -1 below, +1 above, 0 comparable
+SIGN_WORDS = {"lower": -1.0, "better": 1.0, "comparable": 0.0}
 
 
 def load(paper: str) -> list[dict]:
@@ -112,7 +114,8 @@ def found(row: dict, text: str) -> bool:
     hint = HINT.search(row["note"])
     if hint:
         phrase = normalize(hint.group(1))
-        words = {w for w, v in WORD_NUMBERS.items() if v == float(row["value"])}
+        words = {w for w, v in (SIGN_WORDS if row["unit"] == "sign" else WORD_NUMBERS).items()
+                 if v == float(row["value"])}
         assert any(number_in(phrase, f) for f in printed_forms(row["value"])) or \
             any(re.search(rf"\b{w}\b", phrase) for w in words), \
             f"hint {phrase!r} does not print the value {row['value']}"
@@ -248,7 +251,10 @@ def test_spot_values_ssdsgd():
     assert (ssgd["method"], ssgd["value"]) == ("baseline", "73.650")
     alex = one(ss, source="Section 4.6", task="alexnet-imagenet", batch_per_worker="64", metric="speedup_pct")
     assert (alex["delay_steps"], alex["value"], alex["unit"]) == ("5", "100.7", "%")
-    assert one(ss, source="Section 4.2")["warmup_steps"] == "500"
+    assert one(ss, source="Section 4.2", metric="warmup_steps_chosen")["warmup_steps"] == "500"
+    assert [(r["warmup_steps"], r["claim"], r["value"]) for r in rows_where(ss, source="Section 4.2", unit="sign")] == \
+        [("100", "sign", "-1"), ("200", "sign", "-1"), ("200", "sign", "1"), ("300", "no_loss", "0"),
+         ("400", "no_loss", "0"), ("500", "no_loss", "0")]
 
 
 # ------------------------------------------------------------------ numbers are in the papers' text
@@ -401,3 +407,40 @@ def test_ssdsgd_internal_consistency():
     assert round(dc[1] - sgd, 3) == value(ss, source="Section 4.4", metric="top1_loss_vs_dcasgd")
     top = max(float(r["value"]) for r in rows_where(ss, source="Section 4.6", metric="speedup_pct"))
     assert top == value(ss, source="Section 4.6", metric="speedup_pct_max")
+
+
+# ------------------------------------------------------------------ claims and margins, fixed from the paper's numbers
+
+CLAIMS = {"value", "gap", "no_loss", "bound", "sign", "ordering", "speedup", "count"}
+
+
+def paper_gap(rows: list[dict], r: dict) -> float | None:
+    """A method's top-1/top-5 row minus the paper's baseline row of the same setting (the same table's first)."""
+    same = [b for b in rows if b["method"] == "baseline" and b["metric"] == r["metric"] and b["task"] == r["task"]
+            and all(b[k] == r[k] for k in ("workers", "global_batch", "batch_per_worker"))]
+    hits = [b for b in same if b["source"] == r["source"]] or [b for b in same if not b["variant"]]
+    return float(r["value"]) - float(hits[0]["value"]) if len(hits) == 1 else None
+
+
+@pytest.mark.parametrize("paper", PAPERS)
+def test_every_row_states_its_claim_and_a_margin_from_the_papers_numbers(paper):
+    """A margin comes from the paper's own numbers by the rule in docs/papers.md, never from a run's: an effect g
+    gets min(0.5, 0.5 |g|) points with a floor of 0.25, "no loss" and an absolute accuracy 0.5; speed-ups a
+    factor of 1.25; counts 1%, shares of bytes 10%."""
+    rows = load(paper)
+    for r in rows:
+        where = f"{paper}: {r['source']} / {r['row']} / {r['metric']}"
+        assert r["claim"] in CLAIMS, where
+        assert r["reports"] in ("", "final", "best"), where
+        if r["claim"] == "gap":
+            g = paper_gap(rows, r) if r["metric"] in ("top1", "top5") else float(r["value"])
+            assert g is not None, where
+            assert float(r["margin"]) == round(max(0.25, min(0.5, 0.5 * abs(g))), 3), where
+        elif r["claim"] == "no_loss" or (r["claim"] == "value" and r["metric"] in ("top1", "top5")):
+            assert r["margin"] == "0.5", where
+        elif r["claim"] == "speedup":
+            assert r["margin"] == "1.25", where
+        elif r["claim"] == "count":
+            assert r["margin"] == "1", where
+        if r["metric"] in ("top1", "top5") or r["claim"] in ("gap", "no_loss", "sign", "ordering", "bound"):
+            assert r["reports"], f"{where}: say whether the paper reports the final or the best accuracy"

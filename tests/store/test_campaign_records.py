@@ -38,3 +38,16 @@ def test_each_record_is_a_finished_run_of_a_campaign_grid_from_clean_code(path, 
     assert record["run_id"] in grid_runs, "not a run of any bench/grids/campaign grid"
     assert record["status"] in ("done", "diverged"), record.get("error")
     assert record["env"]["git_dirty"] is False and len(record["env"]["git_sha"]) == 40
+
+
+def test_results_readme_quotes_the_totals_of_the_committed_records():
+    """results/README.md quotes the paper tables' totals line; a change to the records or to the rule that moves
+    a verdict must move the quote with it."""
+    import re
+
+    from commbench.analysis.papers.tables import build, rows, totals_line
+
+    readme = (REPO / "results" / "README.md").read_text()
+    quoted = " ".join(line[2:].strip() for line in readme.splitlines() if line.startswith("> "))
+    live = totals_line(rows(build("all", REPO / "results")))
+    assert re.sub(r"\s+", " ", live) in quoted

@@ -8,6 +8,7 @@ length (where the learning rate drops, as a share of the run), since stand-in ru
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
 
 from commbench.methods import METHODS
@@ -125,3 +126,52 @@ def condition_markers(config: dict, ref: Reference) -> list[str]:
         paper_eval = f"a {paper_ema:g} moving average" if paper_ema else "the raw weights"
         out.append(f"evaluated on {run_eval}, the paper on {paper_eval}")
     return out
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """How much of the schedule a run covers, in samples seen (epochs, whatever the batch), and whether its
+    learning rate drops where the schedule's do (relative to the run's length)."""
+
+    share: float
+    schedule: str     # what the share is of
+    complete: bool    # the lr schedule has the shape of the paper's (or, for a stand-in, of its own recipe's)
+    shape: str        # the run's lr schedule, described
+
+    def describe(self) -> str:
+        return f"{self.share:.1%} of {self.schedule}"
+
+
+def _stand_in_recipe(config: dict) -> RunConfig | None:
+    try:
+        return resolve({"task": config.get("task"), "method": config.get("method") if config.get("method") in METHODS
+                        else "baseline", "recipe": config.get("recipe")})
+    except ConfigError:
+        return None
+
+
+def coverage(record: dict, ref: Reference) -> Coverage | None:
+    """The run's coverage of the schedule a gap is judged against: the paper's for its own model (its stated
+    iterations at its batch, else its recipe's), the stand-in task's own recipe for a stand-in (LeNet's 10,000
+    iterations of 64 standing in for AlexNet's). None where no schedule is known."""
+    config = record["config"]
+    own = config.get("task") == ref.task
+    paper = paper_config(ref, (config.get("optimizer") or {}).get("name"))
+    recipe = paper if own else _stand_in_recipe(config)
+    if recipe is None:
+        return None
+    if own:
+        steps = ref.iterations or recipe.steps
+        batch = ref.global_batch or (ref.batch_per_worker * ref.workers if ref.batch_per_worker and ref.workers
+                                     else recipe.global_batch)
+        what = f"the paper's {steps:,} iterations of {batch:,} samples"
+    else:
+        steps, batch = recipe.steps, recipe.global_batch
+        what = f"{config.get('task')}'s own recipe ({steps:,} iterations of {batch:,} samples)"
+    seen = (config.get("steps") or 0) * (config.get("global_batch") or 0)
+    run_shape = schedule_shape(config.get("lr_schedule") or {}, config.get("steps") or 1)
+    shapes = [schedule_shape(recipe.lr_schedule, recipe.steps)]
+    if paper is not None and not own:  # a stand-in may run under the paper model's schedule instead of its own
+        shapes.append(schedule_shape(paper.lr_schedule, paper.steps))
+    return Coverage(seen / (steps * batch), what, any(_same_shape(run_shape, s) for s in shapes),
+                    describe_shape(run_shape))

@@ -12,6 +12,7 @@ from pathlib import Path
 
 
 from commbench.config import ConfigError, load_yaml
+from commbench.config.grid import GRIDS_DIR, Declaration, load_grid
 from commbench.store.provenance import SOURCE_ROOT
 
 PAPER_DIR = SOURCE_ROOT / "results" / "paper"
@@ -20,9 +21,25 @@ PAPERS = {"terngrad": "TernGrad (Wen et al., NeurIPS 2017)",
           "ssdsgd": "SSD-SGD (Xu et al.)"}
 COLUMNS = ["paper", "source", "row", "task", "dataset", "method", "workers", "global_batch", "batch_per_worker",
            "base_lr", "optimizer", "threshold", "delay_steps", "warmup_steps", "iterations", "variant", "metric", "value",
-           "unit", "note"]
+           "unit", "claim", "margin", "reports", "note"]
 _INT = ("workers", "global_batch", "batch_per_worker", "delay_steps", "warmup_steps", "iterations")
-_FLOAT = ("base_lr", "threshold", "value")
+_FLOAT = ("base_lr", "threshold", "value", "margin")
+# what a row claims, and so how it is judged (bench/analysis/papers/verdicts.py, docs/papers.md)
+CLAIMS = {"value": "an absolute value", "gap": "an effect of a stated size (a method against its baseline or a "
+          "sibling variant)", "no_loss": "no loss against the baseline", "bound": "a value below a stated bound",
+          "sign": "a direction only", "ordering": "the paper's choice is the best of a sweep",
+          "speedup": "a speed-up", "count": "a count that describes a model"}
+REPORTS = ("final", "best")  # which accuracy of a run the paper reports: the last evaluation's, or the best one's
+# the margins that accuracy claims must carry, fixed from the paper's numbers before any run (docs/papers.md):
+# an effect g gets min(0.5, 0.5 |g|) points, at least 0.25, so that no effect can never reproduce a claimed one;
+# "no loss" and an absolute accuracy get 0.5 points of practical equivalence
+EFFECT_MARGIN_MAX, EFFECT_MARGIN_SHARE, EFFECT_MARGIN_FLOOR = 0.5, 0.5, 0.25
+EQUIVALENCE_MARGIN = 0.5
+
+
+def effect_margin(gap: float) -> float:
+    """The margin of a claimed effect of ``gap`` points (rounded to 3 decimals, as the reference tables hold it)."""
+    return round(max(EFFECT_MARGIN_FLOOR, min(EFFECT_MARGIN_MAX, EFFECT_MARGIN_SHARE * abs(gap))), 3)
 
 
 @dataclass(frozen=True)
@@ -48,6 +65,9 @@ class Reference:
     metric: str
     value: float
     unit: str
+    claim: str | None
+    margin: float | None  # points for accuracies; a share in % for bytes and counts; a factor for speed-ups
+    reports: str | None   # final or best: which accuracy of a run the paper reports
     note: str | None
     printed: str = ""  # the value exactly as the paper printed it ("56.2720", "89.00")
 
@@ -85,6 +105,10 @@ def _parse(path: Path, line: int, row: dict) -> Reference:
             values[key] = text or None
     if values["value"] is None or not values["metric"]:
         raise ConfigError(f"{path}:{line}: a reference row needs a metric and a value")
+    if values["claim"] not in CLAIMS:
+        raise ConfigError(f"{path}:{line}: claim must be one of {', '.join(CLAIMS)}, got {values['claim']!r}")
+    if values["reports"] not in (None, *REPORTS):
+        raise ConfigError(f"{path}:{line}: reports must be final or best, got {values['reports']!r}")
     values["unit"] = values["unit"] or ""
     return Reference(**values, printed=(row.get("value") or "").strip())
 
@@ -128,3 +152,9 @@ def load_analogues(folder: Path = PAPER_DIR) -> list[Analogue]:
                               f"not {', '.join(sorted(unknown))}")
         out.append(Analogue(entry["paper"], entry["task"], dict(entry["use"]), entry.get("reason", "")))
     return out
+
+
+def load_declarations(folder: Path = GRIDS_DIR) -> list[Declaration]:
+    """Every grid's declared stand-ins for the papers' speed rows (a grid's ``declares``), from the grids the
+    package ships: written before the grid ran, they say which measurements judge a row."""
+    return [d for path in sorted(Path(folder).rglob("*.yaml")) for d in load_grid(path).declares]

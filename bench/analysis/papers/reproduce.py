@@ -49,23 +49,35 @@ NO_MATCH = "no matching run"  # a row with no record of its setting at all
 BYTE_UNITS = {"B": 1.0, "KB": 1e3, "MB": 1e6, "GB": 1e9, "MiB": 2.0 ** 20}
 
 
+# one term of a value: (weight, run, partner). A value is the weighted sum over its terms of (run - partner), or of
+# the run alone where the partner is None (an absolute value); the terms say which runs' test images it rests on
+Term = tuple[float, dict, "dict | None"]
+
+
 @dataclass
 class Cell:
-    """The reproduction of one reference row."""
+    """The reproduction of one reference row, and the runs behind each of its values (for the verdict's errors)."""
 
     ref: Reference
-    values: list[float] = field(default_factory=list)  # one per matched run (or pair), in the row's unit
+    values: list[float] = field(default_factory=list)  # one per matched run (or pair, or seed), in the row's unit
     markers: list[str] = field(default_factory=list)
     run_ids: list[str] = field(default_factory=list)
     why_missing: str | None = None
-    gap: float | None = None        # top-1/top-5 rows of a method: ours minus our baseline (same setting, seed)
-    gap_std: float | None = None    # the spread of that gap over the seeds
-    paper_gap: float | None = None  # the same gap in the paper (its baseline row of the same table)
-    # best-k / best-warm-up rows: how many points the run(s) at the paper's choice trail the best here, and the
-    # spread over seeds, so that a choice within noise of the best is not called wrong
-    choice_shortfall: float | None = None
-    choice_std: float | None = None
     records: list[dict] = field(default_factory=list)  # the matched runs (one per value)
+    backing: list[list[Term]] = field(default_factory=list)  # per value: the runs it is computed from
+    # top-1/top-5 rows of a method: ours minus our baseline (same setting and seed), per seed, and their runs
+    gap_values: list[float] = field(default_factory=list)
+    gap_backing: list[list[Term]] = field(default_factory=list)
+    paper_gap: float | None = None       # the same gap in the paper (its baseline row of the same table)
+    paper_baseline: float | None = None  # the paper's baseline accuracy of the row's setting, where it states one
+    # best-k / best-warm-up rows: the runs of each choice swept, and the choice the paper names
+    choices: dict = field(default_factory=dict)
+    chosen: object = None
+    # speed rows: the setting declared to stand for the paper's (config.grid.Declaration), and per declared link
+    # the (speed-up, run, baseline) of each launch
+    declared: object = None
+    links: dict = field(default_factory=dict)
+    untestable: str | None = None  # why the runs that exist cannot be compared with this row (the verdict says it)
 
     @property
     def n(self) -> int:
@@ -78,6 +90,14 @@ class Cell:
     @property
     def std(self) -> float | None:
         return statistics.stdev(self.values) if len(self.values) > 1 else None
+
+    @property
+    def gap(self) -> float | None:
+        return statistics.fmean(self.gap_values) if self.gap_values else None
+
+    @property
+    def gap_std(self) -> float | None:
+        return statistics.stdev(self.gap_values) if len(self.gap_values) > 1 else None
 
     @property
     def delta(self) -> float | None:
@@ -110,7 +130,7 @@ def target(ref: Reference, analogues: list[Analogue]) -> tuple[dict, Analogue | 
 
 def matches(record: dict, ref: Reference, want: dict, method: str | None = None,
             ignore: tuple[str, ...] = ()) -> bool:
-    """``ignore``: row settings not to filter on (``delay_steps``, ``warmup_steps``, ``variant``)."""
+    """``ignore``: row settings not to filter on (``threshold``, ``delay_steps``, ``warmup_steps``, ``variant``)."""
     cfg = record["config"]
     params = _params(record)
     method = method or ref.method
@@ -127,7 +147,8 @@ def matches(record: dict, ref: Reference, want: dict, method: str | None = None,
     if want["global_batch"] and want["task"] == ref.task and cfg.get("global_batch") != want["global_batch"]:
         return False
     if method == ref.method:  # the row's own method parameters (a paired baseline has none of them)
-        if ref.threshold is not None and not _close(params.get("threshold"), ref.threshold):
+        if ref.threshold is not None and "threshold" not in ignore and not _close(params.get("threshold"),
+                                                                                  ref.threshold):
             return False
         if ref.delay_steps is not None and "delay_steps" not in ignore and params.get("k") != ref.delay_steps:
             return False
@@ -300,9 +321,12 @@ SIBLING: dict[str, tuple[str, Callable[[object], bool]]] = {
     "top1_loss_vs_clipped": ("clip", lambda v: v not in (None, 0)),
     "top1_loss_vs_glu": ("local_rule", lambda v: v == "glu"),
     "top1_loss_vs_dcasgd": ("local_rule", lambda v: v == "dcasgd"),
+    # SSD-SGD Figure 4: a warm-up of 200 iterations against one of 100 (99 where k needs (1 + warm-up) % k == 0)
+    "top1_gain_vs_warmup_100": ("warmup", lambda v: v in (99, 100)),
 }
+SIBLING_GAINS = {"top1_gain_vs_warmup_100"}  # a gain over the partner (run - partner), not a loss
 # per-rule local learning rates differ too (GLU 4 x lr, SGD lr / 4, DC-ASGD-a lr): not part of the pairing
-SIBLING_FREE = {"clip": ("clip",), "local_rule": ("local_rule", "local_lr_scale")}
+SIBLING_FREE = {"clip": ("clip",), "local_rule": ("local_rule", "local_lr_scale"), "warmup": ("warmup",)}
 # metric -> (paired metric, aggregate over the groups, grouping): TernGrad Figure 3's largest gain over worker
 # counts, SSD-SGD's speed-up range over delay steps, GoogLeNet's mean top-5 loss
 AGGREGATES = {"accuracy_gain_max": ("top1_gain", max, "workers"), "accuracy_loss_max": ("top1_loss", max, "workers"),
@@ -365,20 +389,25 @@ def overlapped_or_ps(record: dict) -> bool:
     return _exchange(record)[0] == "ps" or record["config"].get("exchange") == "overlapped"
 
 
-def _paired(runs: list[dict], baselines: list[dict], how, exchange: bool = False) -> list[tuple[float, dict]]:
+def _paired(runs: list[dict], baselines: list[dict], how, exchange: bool = False,
+            into: dict | None = None) -> list[tuple[float, dict]]:
     """(how(run, baseline), run) for each run with a baseline of the same setting and seed; ``exchange``: and
     on the same exchange, against a baseline people run (``EXCHANGE_BOUND`` metrics: a speed-up over an
-    all-reduce that waits for the whole backward pass would flatter the method)."""
+    all-reduce that waits for the whole backward pass would flatter the method). ``into``: run id -> the
+    baseline it was paired with."""
     by_key = {_pair_key(b, exchange): b for b in baselines if not exchange or overlapped_or_ps(b)}
     out = []
     for r in runs:
         b = by_key.get(_pair_key(r, exchange))
         if b is not None and (v := how(r, b)) is not None:
             out.append((v, r))
+            if into is not None:
+                into[r["run_id"]] = b
     return out
 
 
-def _siblings(runs: list[dict], records: list[dict], param: str, wanted: Callable) -> list[tuple[float, dict]]:
+def _siblings(runs: list[dict], records: list[dict], param: str, wanted: Callable,
+              into: dict | None = None) -> list[tuple[float, dict]]:
     """(partner top-1 - run top-1, run) for each run with a partner: the same setting and seed, except
     ``param`` (and what goes with it), whose value in the partner passes ``wanted``."""
     free = SIBLING_FREE[param]
@@ -388,11 +417,23 @@ def _siblings(runs: list[dict], records: list[dict], param: str, wanted: Callabl
 
     partners = {key(r): r for r in records if r.get("status") == Status.DONE and wanted(_params(r).get(param))
                 and (r.get("metrics") or {}).get("top1") is not None}
-    return [(_percent(partners[key(r)]["metrics"]["top1"] - r["metrics"]["top1"]), r)
-            for r in runs if key(r) in partners]
+    return _with_partners(runs, partners, key, into)
 
 
-def _batch_partners(runs: list[dict], records: list[dict], batch: int) -> list[tuple[float, dict]]:
+def _with_partners(runs: list[dict], partners: dict, key, into: dict | None) -> list[tuple[float, dict]]:
+    """(partner top-1 - run top-1, run) for each run whose key has a partner; ``into``: run id -> partner."""
+    out = []
+    for r in runs:
+        partner = partners.get(key(r))
+        if partner is not None and partner is not r:
+            out.append((_percent(partner["metrics"]["top1"] - r["metrics"]["top1"]), r))
+            if into is not None:
+                into[r["run_id"]] = partner
+    return out
+
+
+def _batch_partners(runs: list[dict], records: list[dict], batch: int,
+                    into: dict | None = None) -> list[tuple[float, dict]]:
     """(partner top-1 - run top-1, run) for each run with a done partner of the same seed and setting, except the
     total batch (``batch``) and what scales with it (workers, steps at equal epochs, the learning rate)."""
     def key(r):
@@ -401,8 +442,7 @@ def _batch_partners(runs: list[dict], records: list[dict], batch: int) -> list[t
 
     partners = {key(r): r for r in records if r.get("status") == Status.DONE and r["config"].get("global_batch") == batch
                 and (r.get("metrics") or {}).get("top1") is not None}
-    return [(_percent(partners[key(r)]["metrics"]["top1"] - r["metrics"]["top1"]), r)
-            for r in runs if key(r) in partners and r["config"].get("global_batch") != batch]
+    return _with_partners([r for r in runs if r["config"].get("global_batch") != batch], partners, key, into)
 
 
 # speeds of a stand-in model say nothing about the paper's model
@@ -477,14 +517,18 @@ def _scaled(cell: Cell, ref: Reference, pairs: list[tuple[float, dict]], referen
 
 
 def reproduce(ref: Reference, records: list[dict], analogues: list[Analogue],
-              references: list[Reference] = ()) -> Cell:
-    """``references``: the paper's other rows (baselines to scale bytes to and to take accuracy gaps from)."""
+              references: list[Reference] = (), declarations: list = ()) -> Cell:
+    """``references``: the paper's other rows (baselines to scale bytes to and to take accuracy gaps from);
+    ``declarations``: the grids' declared stand-ins for speed rows (config.grid.Declaration)."""
     want, analogue = target(ref, analogues)
+    if ref.reports == "best":  # the paper reports a run's best evaluation: compare with ours
+        records = [as_reported_best(r) for r in records]
     if analogue is not None:  # the paper's own model, where its runs fill the row, before any stand-in
-        own = reproduce(ref, records, [a for a in analogues if a is not analogue], references)
+        own = reproduce(ref, records, [a for a in analogues if a is not analogue], references, declarations)
         if own.values:
             return own
     cell = Cell(ref)
+    partner_of: dict[str, dict] = {}  # run id -> the run it was paired with (baseline, sibling)
     metric = ref.metric
     stand_in = analogue
     if metric in SPEED_METRICS:  # a speed only from the paper's own model in real processes: a stand-in's
@@ -507,6 +551,13 @@ def reproduce(ref: Reference, records: list[dict], analogues: list[Analogue],
     if metric in NO_ANALOGUE:
         cell.why_missing = NO_ANALOGUE[metric]
         return cell
+    if metric in SPEED_METRICS and metric != "throughput_images_per_s" and not ref.task:
+        cell.why_missing = ("a range over several models: one model's measurement fills only rows of its own model "
+                            "and batch")
+        return cell
+    if equal_share_applies(ref, analogue):  # a stand-in's thresholds let through another share of bytes
+        return at_equal_share(cell, ref, [r for r in records if matches(r, ref, want, ignore=("threshold",))],
+                              [r for r in records if matches(r, ref, want, method="baseline")], references, analogue)
     ignore: tuple[str, ...] = ()
     if metric == "warmup_steps_chosen":
         ignore = ("delay_steps", "warmup_steps")
@@ -528,20 +579,33 @@ def reproduce(ref: Reference, records: list[dict], analogues: list[Analogue],
                                     ref, want)
         pairs, note = _scaled(cell, ref, fractions, references)
         extra += [note] if note else []
+    elif metric in EXCHANGE_BOUND and (other := _declared_for_another_batch(ref, declarations)) is not None:
+        cell.why_missing = (f"the measurement of {ref.task} is declared for its batch-{other.batch_per_worker} row "
+                            f"(bench/grids/campaign/{other.grid}.yaml): one measurement fills only rows of its own "
+                            f"model and batch")
+        pairs = []
+    elif metric in PAIRED and metric in EXCHANGE_BOUND and (declared := declaration_for(ref, declarations)):
+        cell.declared = declared
+        pairs, others = _declared_links(cell, _paired(runs, baselines, PAIRED[metric], True, partner_of), declared)
+        if runs and not pairs and cell.why_missing is None:
+            cell.why_missing = "no baseline run of the same setting to compare with on the declared links"
     elif metric in PAIRED:
-        pairs, others = nearest(_paired(runs, baselines, PAIRED[metric], metric in EXCHANGE_BOUND), ref, want)
+        pairs, others = nearest(_paired(runs, baselines, PAIRED[metric], metric in EXCHANGE_BOUND, partner_of),
+                                ref, want)
         if runs and not pairs:
             cell.why_missing = "no baseline run of the same setting to compare with" + (
                 " (a speed-up counts only against a baseline that overlaps its exchange with backward, as DDP, or "
                 "synchronous SGD on the same parameter servers)" if metric in EXCHANGE_BOUND else "")
     elif metric in BATCH_LOSS:
-        pairs, others = nearest(_batch_partners(runs, records, BATCH_LOSS[metric]), ref, want)
+        pairs, others = nearest(_batch_partners(runs, records, BATCH_LOSS[metric], partner_of), ref, want)
         if runs and not pairs:
             cell.why_missing = (f"no run of the same setting at batch {BATCH_LOSS[metric]} to compare with "
                                 f"(bench/grids/campaign/terngrad-table2.yaml has both)")
     elif metric in SIBLING:
         param, wanted = SIBLING[metric]
-        pairs, others = nearest(_siblings(runs, records, param, wanted), ref, want)
+        pairs, others = nearest(_siblings(runs, records, param, wanted, partner_of), ref, want)
+        if metric in SIBLING_GAINS:
+            pairs = [(-v, r) for v, r in pairs]
         if runs and not pairs:
             cell.why_missing = f"no run of the same setting with the {metric.rsplit('_vs_', 1)[1]} variant"
     elif metric in AGGREGATES:
@@ -549,7 +613,7 @@ def reproduce(ref: Reference, records: list[dict], analogues: list[Analogue],
         # one group per optimizer and value of the key: a row over momentum and vanilla SGD takes its extreme
         # over both; a mean is over one optimizer's groups (the one with the most)
         groups: dict = defaultdict(list)
-        for v, r in _paired(runs, baselines, PAIRED[how], how in EXCHANGE_BOUND):
+        for v, r in _paired(runs, baselines, PAIRED[how], how in EXCHANGE_BOUND, partner_of):
             groups[((r["config"].get("optimizer") or {}).get("name"), _group_value(r, key))].append((v, r))
         groups = {k: nearest(g, ref, want)[0] for k, g in groups.items()}
         optimizers = sorted({o for o, _ in groups}, key=lambda o: (-sum(g[0] == o for g in groups), o))
@@ -608,9 +672,7 @@ def reproduce(ref: Reference, records: list[dict], analogues: list[Analogue],
                 best = max(means, key=means.get)
                 pairs = [(float(best), groups[best][0])]
                 extra.append(f"of {key} in {swept}")
-                cell.choice_shortfall = means[best] - means[chosen]
-                stds = [statistics.stdev(top1[g]) for g in (best, chosen) if len(top1[g]) > 1]
-                cell.choice_std = max(stds) if stds else None
+                cell.choices, cell.chosen = dict(groups), chosen
                 k = _params(groups[best][0]).get("k")
                 if metric == "warmup_steps_chosen" and ref.delay_steps is not None and k != ref.delay_steps:
                     extra.append(f"swept at k={k}, not the paper's k={ref.delay_steps}")
@@ -622,6 +684,7 @@ def reproduce(ref: Reference, records: list[dict], analogues: list[Analogue],
     cell.values = [v for v, _ in pairs]
     cell.run_ids = [r["run_id"] for _, r in pairs]
     cell.records = [r for _, r in pairs]
+    cell.backing = [[(1.0, r, partner_of.get(r["run_id"]))] for _, r in pairs]
     if (note := _others(ref, others)) is not None:
         extra.append(note)
     warmups = {(_params(r).get("warmup"), r["config"].get("steps")) for _, r in pairs if _params(r).get("warmup")}
@@ -634,9 +697,11 @@ def reproduce(ref: Reference, records: list[dict], analogues: list[Analogue],
         extra.insert(0, "measured on the emulated network, where the paper's value is modelled")
     cell.markers = markers([r for _, r in pairs], ref, analogue) + extra
     if metric in ("top1", "top5") and ref.method != "baseline" and pairs:
-        gaps = _paired([r for _, r in pairs], baselines, lambda r, b: _percent(r["metrics"][metric] - b["metrics"][metric]))
-        cell.gap = statistics.fmean(v for v, _ in gaps) if gaps else None
-        cell.gap_std = statistics.stdev(v for v, _ in gaps) if len(gaps) > 1 else None
+        gap_partner: dict[str, dict] = {}
+        gaps = _paired([r for _, r in pairs], baselines, lambda r, b: _percent(r["metrics"][metric] - b["metrics"][metric]),
+                       into=gap_partner)
+        cell.gap_values = [v for v, _ in gaps]
+        cell.gap_backing = [[(1.0, r, gap_partner[r["run_id"]])] for _, r in gaps]
     if not cell.values and cell.why_missing is None and modelled:
         cell.why_missing = f"modelled in the paper (commbench model); no run of {ref.task} on the emulated network"
     if not cell.values and cell.why_missing is None and stand_in is not None and metric in SPEED_METRICS:
@@ -647,14 +712,158 @@ def reproduce(ref: Reference, records: list[dict], analogues: list[Analogue],
     return cell
 
 
+def _paper_baseline_row(ref: Reference, references: list[Reference], metric: str) -> Reference | None:
+    """The paper's baseline row of ``metric`` for the row's setting: the same table's; else the paper's one plain
+    baseline of that setting (the threshold paper states its baseline in Section 3.1, not in its Tables 1-3)."""
+    same = [r for r in references if r.paper == ref.paper and r.method == "baseline" and r.metric == metric
+            and r.task == ref.task and r.workers == ref.workers and r.global_batch == ref.global_batch
+            and r.batch_per_worker == ref.batch_per_worker]
+    hits = [r for r in same if r.source == ref.source] or [r for r in same if not r.variants]
+    return hits[0] if len(hits) == 1 else None
+
+
 def paper_gap(ref: Reference, references: list[Reference]) -> float | None:
     """The paper's own gap of a method's top-1/top-5 to its baseline row of the same table and setting."""
     if ref.metric not in ("top1", "top5") or ref.method in (None, "baseline"):
         return None
-    same = [r for r in references if r.paper == ref.paper and r.method == "baseline"
-            and r.metric == ref.metric and r.task == ref.task and r.workers == ref.workers
-            and r.global_batch == ref.global_batch and r.batch_per_worker == ref.batch_per_worker]
-    # the same table's baseline; else the paper's one plain baseline of that setting (the threshold paper
-    # states its baseline in Section 3.1, not in its Tables 1-3)
-    hits = [r for r in same if r.source == ref.source] or [r for r in same if not r.variants]
-    return ref.value - hits[0].value if len(hits) == 1 else None
+    base = _paper_baseline_row(ref, references, ref.metric)
+    return ref.value - base.value if base is not None else None
+
+
+def paper_baseline_accuracy(ref: Reference, references: list[Reference]) -> float | None:
+    """The paper's baseline accuracy (points) in the setting of a row about accuracy, where the paper states it:
+    the length gate holds our baseline to it on the paper's own data."""
+    metric = "top5" if ref.metric.startswith("top5") else "top1"
+    if ref.metric not in ("top1", "top5") and not ref.metric.startswith(("top1_", "top5_", "accuracy_")):
+        return None
+    base = _paper_baseline_row(ref, references, metric)
+    return base.value if base is not None else None
+
+
+def as_reported_best(record: dict) -> dict:
+    """The record as a paper that reports a run's best evaluation reads it: its best top-1 (metrics.top1_best,
+    else the history's highest) and that evaluation's correctness bits."""
+    m = record.get("metrics") or {}
+    best = m.get("top1_best")
+    if best is None:
+        points = [h["top1"] for h in record.get("history") or [] if isinstance(h.get("top1"), (int, float))]
+        best = max(points) if points else m.get("top1")
+    if best is None:
+        return record
+    return {**record, "metrics": {**m, "top1": best, "eval_correct": m.get("eval_correct_best")}}
+
+
+# -- speed rows: the setting declared before measuring --------------------------------------------------------
+def declaration_for(ref: Reference, declarations) -> object:
+    """The grid declaration that names this row (its paper, source, model and, where declared, batch)."""
+    for d in declarations:
+        if (d.paper, d.source, d.task) == (ref.paper, ref.source, ref.task) and \
+                (d.batch_per_worker is None or d.batch_per_worker == ref.batch_per_worker):
+            return d
+    return None
+
+
+def _declared_for_another_batch(ref: Reference, declarations) -> object:
+    if declaration_for(ref, declarations) is not None:
+        return None
+    return next((d for d in declarations if (d.paper, d.source, d.task) == (ref.paper, ref.source, ref.task)), None)
+
+
+def link_of(record: dict) -> str:
+    return record["config"].get("net") or "loopback"
+
+
+def _declared_links(cell: Cell, paired: list[tuple[float, dict]], declared) -> tuple[list, list]:
+    """The launches of the declared number of workers on each declared link, one setting per link (the one with
+    the most launches); the first declared link that has any fills the row's value, the verdict reads them all."""
+    by_link: dict[str, list] = defaultdict(list)
+    for v, r in paired:
+        if r["config"].get("workers") == declared.workers and link_of(r) in declared.links:
+            by_link[link_of(r)].append((v, r))
+    for link in declared.links:
+        if by_link.get(link):
+            settings: dict[str, list] = defaultdict(list)
+            for v, r in by_link[link]:
+                settings[setting_of(r)].append((v, r))
+            cell.links[link] = max(settings.values(), key=len)
+    if not cell.links:
+        cell.why_missing = (f"no measurement of {declared.workers} workers on the declared links "
+                            f"({', '.join(declared.links)}; bench/grids/campaign/{declared.grid}.yaml)")
+        return [], []
+    return next(cell.links[link] for link in declared.links if link in cell.links), []
+
+
+# -- threshold rows on a stand-in: at the paper's share of bytes, not at its threshold ---------------------------
+THRESHOLD_METHODS = ("wgt", "bgt", "qgt")
+
+
+def equal_share_applies(ref: Reference, analogue: Analogue | None) -> bool:
+    """A threshold method's accuracy on a stand-in model: its absolute thresholds, tuned to the paper's model,
+    let another share of the bytes through on ours, so the comparison is made at the paper's share."""
+    return analogue is not None and ref.method in THRESHOLD_METHODS and ref.threshold is not None and \
+        ref.metric in ("top1", "top1_loss")
+
+
+def _paper_share(ref: Reference, references: list[Reference]) -> float | None:
+    """The share of its baseline's bytes the paper's method sends at the row's threshold (its own accounting)."""
+    sent = [r for r in references if r.paper == ref.paper and r.method == ref.method and r.metric == "gb_transferred"
+            and _close(r.threshold, ref.threshold)]
+    base = _paper_baseline(ref, references, "gb_transferred")
+    return sent[0].value / base.value if len(sent) == 1 and base is not None and base.value else None
+
+
+def at_equal_share(cell: Cell, ref: Reference, runs: list[dict], baselines: list[dict],
+                   references: list[Reference], analogue: Analogue | None) -> Cell:
+    """The row's accuracy (or loss) where our runs send the paper's share of the bytes: interpolated on log T
+    between the two thresholds run whose shares bracket it (log share linear in log T), seed by seed."""
+    share = _paper_share(ref, references)
+    if share is None:
+        cell.why_missing = "the paper states no bytes at this threshold to take its share from"
+        return cell
+    partner_of: dict[str, dict] = {}
+    paired = _paired(runs, baselines, PAIRED["top1_gain"], into=partner_of)
+    families: dict[str, list] = defaultdict(list)
+    for gain, r in paired:
+        if (f := fp32_fraction(r, True)) and _params(r).get("threshold"):
+            families[setting_of(r, ("threshold",))].append((gain, f, r))
+    if not families:
+        cell.why_missing = NO_MATCH if not runs else "no baseline run of the same setting to compare with"
+        return cell
+    family = max(families.values(), key=lambda g: (len({_params(r)["threshold"] for _, _, r in g}), len(g)))
+    by_t: dict[float, list] = defaultdict(list)
+    for gain, f, r in family:
+        by_t[float(_params(r)["threshold"])].append((gain, f, r))
+    points = sorted((t, statistics.fmean(f for _, f, _ in g)) for t, g in by_t.items())
+    said = ", ".join(f"T={t:g} {100 * f:.3g}%" for t, f in points)
+    bracket = next(((a, b) for a, b in zip(points, points[1:]) if a[1] >= share >= b[1]), None)
+    if bracket is None:
+        cell.untestable = (f"no two thresholds run here bracket the paper's share of bytes ({100 * share:.3g}% at "
+                           f"T={ref.threshold:g}): here {said}; the comparison is at equal share, not equal T")
+        return cell
+    (ta, fa), (tb, fb) = bracket
+    w = 0.0 if fa == fb else (math.log(fa) - math.log(share)) / (math.log(fa) - math.log(fb))
+    t_star = math.exp(math.log(ta) + w * (math.log(tb) - math.log(ta)))
+    seeds_a = {r["config"].get("seed"): (g, r) for g, _, r in by_t[ta]}
+    seeds_b = {r["config"].get("seed"): (g, r) for g, _, r in by_t[tb]}
+    loss = ref.metric == "top1_loss"
+    for seed in sorted(set(seeds_a) & set(seeds_b), key=str):
+        (ga, ra), (gb, rb) = seeds_a[seed], seeds_b[seed]
+        gap = (1 - w) * ga + w * gb
+        gap_terms = [(1 - w, ra, partner_of[ra["run_id"]]), (w, rb, partner_of[rb["run_id"]])]
+        if loss:
+            cell.values.append(-gap)
+            cell.backing.append(gap_terms)
+        else:
+            cell.values.append((1 - w) * _percent(ra["metrics"]["top1"]) + w * _percent(rb["metrics"]["top1"]))
+            cell.backing.append([(1 - w, ra, None), (w, rb, None)])
+            cell.gap_values.append(gap)
+            cell.gap_backing.append(gap_terms)
+        cell.records.append(ra)
+        cell.run_ids += [ra["run_id"], rb["run_id"]]
+    if not cell.values:
+        cell.untestable = f"the thresholds that bracket the paper's share (T={ta:g}, T={tb:g}) share no seed"
+        return cell
+    cell.markers = markers(cell.records, ref, analogue) + [
+        f"at the paper's share of bytes ({100 * share:.3g}% of its baseline's at T={ref.threshold:g}): "
+        f"interpolated at T={t_star:.3g} between T={ta:g} ({100 * fa:.3g}%) and T={tb:g} ({100 * fb:.3g}%)"]
+    return cell

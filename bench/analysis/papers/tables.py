@@ -11,12 +11,11 @@ from pathlib import Path
 from commbench.methods import METHODS
 
 from commbench.store.records import iter_records
-from commbench.analysis.papers.reference import PAPER_DIR, PAPERS, load_analogues, load_references
-from commbench.analysis.papers.reproduce import NO_MATCH, Cell, paper_gap, reproduce
-from commbench.analysis.papers.verdicts import MISSING as MISSING_VERDICT
-from commbench.analysis.papers.verdicts import NOT_REPRODUCED, REPRODUCED, UNTESTABLE, judge
+from commbench.analysis.papers.reference import PAPER_DIR, PAPERS, load_analogues, load_declarations, load_references
+from commbench.analysis.papers.reproduce import NO_MATCH, Cell, paper_baseline_accuracy, paper_gap, reproduce
+from commbench.analysis.papers.verdicts import NOT_REPRODUCED, REPRODUCED, VERDICTS, expected_false_calls, judge
 
-FORMATS = ("md", "csv", "latex")
+FORMATS = ("md", "csv", "latex", "json")
 MISSING = "missing"
 
 
@@ -35,7 +34,7 @@ def superseded(record: dict) -> str | None:
     return f"{cfg['method']} v{made_by}, now v{method.version}"
 
 
-def build(which: str, results: Path, paper_dir: Path = PAPER_DIR) -> list[Cell]:
+def build(which: str, results: Path, paper_dir: Path = PAPER_DIR, declarations: list | None = None) -> list[Cell]:
     """Every reference row of the paper(s) with its reproduction from the records below ``results``. Records of
     an older version of their method are left out; a row only they would fill says so."""
     # a run of a timm model (model.timm) is the user's own experiment, never a paper's network
@@ -43,13 +42,15 @@ def build(which: str, results: Path, paper_dir: Path = PAPER_DIR) -> list[Cell]:
                and not (r["config"].get("model_options") or {}).get("timm")]
     current = [r for r in records if superseded(r) is None]
     analogues = load_analogues(paper_dir)
+    if declarations is None:  # the shipped grids' declarations name rows of the shipped reference tables
+        declarations = load_declarations() if Path(paper_dir) == PAPER_DIR else []
     cells = []
     for paper in paper_names(which):
         references = load_references(paper, paper_dir)
         for ref in references:
-            cell = reproduce(ref, current, analogues, references)
+            cell = reproduce(ref, current, analogues, references, declarations)
             if not cell.values and len(current) < len(records):
-                old = reproduce(ref, records, analogues, references)
+                old = reproduce(ref, records, analogues, references, declarations)
                 stale = sorted({why for rid in old.run_ids for r in records
                                 if r["run_id"] == rid and (why := superseded(r))})
                 if stale:  # and what the current records lack, where they say (it may be why a re-run is missing)
@@ -58,6 +59,7 @@ def build(which: str, results: Path, paper_dir: Path = PAPER_DIR) -> list[Cell]:
                     cell.why_missing = (f"only records of an older version of the method ({', '.join(stale)}: its "
                                         f"computation changed), left out: re-run the grid{now}")
             cell.paper_gap = paper_gap(ref, references)
+            cell.paper_baseline = paper_baseline_accuracy(ref, references)
             cells.append(cell)
     return cells
 
@@ -95,11 +97,17 @@ def _reproduced(cell: Cell) -> str:
     return text + (f" ± {_number(cell.std, cell.ref.unit, d)}" if cell.std is not None else "")
 
 
+def _stat(value: float | None, decimals: int = 3) -> str:
+    return "" if value is None else f"{value:.{decimals}f}"
+
+
 def rows(cells: list[Cell]) -> list[dict]:
     out = []
     for c in cells:
         r = c.ref
         verdict = judge(c)
+        interval = verdict.interval
+        tested = verdict.tested
         out.append({"paper": r.paper, "source": r.source, "row": r.row, "setting": r.setting(), "metric": r.metric,
                     "unit": r.unit, "paper value": _paper_value(r), "reproduced": _reproduced(c),
                     "n": str(c.n) if c.n else "",
@@ -109,26 +117,50 @@ def rows(cells: list[Cell]) -> list[dict]:
                     # a missing row says why in the why column, as every other verdict does
                     "verdict": verdict.label, "why": verdict.why,
                     "differs": "; ".join(c.markers) if c.values else "",
-                    "runs": " ".join(c.run_ids)})
+                    # the numbers behind the verdict: the quantity tested (ours - paper, our gap, ...), its interval
+                    "claim": r.claim or "", "tested": _stat(tested.value if tested else None),
+                    "interval low": _stat(interval[0] if interval else None),
+                    "interval high": _stat(interval[1] if interval else None),
+                    "level": f"{verdict.level:.0%}" if interval else "",
+                    "margin": "" if verdict.margin is None else f"{verdict.margin:g}",
+                    "se": _stat(tested.se if tested else None), "se from": tested.how if tested else "",
+                    "paired seeds": str(tested.n) if tested else "",
+                    "runs": " ".join(c.run_ids), "_verdict": verdict})
     return out
 
 
 SHOWN = ["row", "setting", "metric", "unit", "paper value", "reproduced", "n", "delta", "paper gap", "our gap",
          "verdict", "why", "differs"]
 NUMERIC = ("paper value", "n", "delta", "paper gap", "our gap")
+STATS = ["claim", "tested", "interval low", "interval high", "level", "margin", "se", "se from", "paired seeds"]
 LEGEND = ("reproduced: mean ± std over the seeds of one setting (n runs); delta: reproduced - paper; gap: a "
           "method's top-1/top-5 minus its baseline's, in the paper (the same table's baseline row) and here (the "
-          "baseline run of the same setting and seed); verdict: reproduced, not reproduced, untestable here or "
-          "missing, by the rule in docs/papers.md (why: what was compared, or why it cannot be); differs: how the "
-          "runs' setting departs from the paper's.")
+          "baseline run of the same setting and seed); verdict: reproduced, not reproduced, inconclusive, untestable "
+          "here or missing, by the rule in docs/papers.md (why: what was compared, with its interval, margin and "
+          "paired seeds, or why it cannot be); differs: how the runs' setting departs from the paper's. The CSV and "
+          "JSON formats carry the interval's numbers in columns of their own.")
 
 
 def verdict_counts(group: list[dict]) -> str:
-    """"N reproduced, M not reproduced, K untestable, L missing" over a section's rows (one per number)."""
-    counts = {v: sum(r["verdict"] == v for r in group) for v in (REPRODUCED, NOT_REPRODUCED, UNTESTABLE,
-                                                                  MISSING_VERDICT)}
-    return (f"{counts[REPRODUCED]} reproduced, {counts[NOT_REPRODUCED]} not reproduced, "
-            f"{counts[UNTESTABLE]} untestable, {counts[MISSING_VERDICT]} missing")
+    """"N reproduced, M not reproduced, ..." over rows (one per number), every verdict named."""
+    return ", ".join(f"{sum(r['verdict'] == v for r in group)} {v}" for v in VERDICTS)
+
+
+def summary(table: list[dict]) -> dict:
+    """The count of every verdict over all rows, how many were judged from an interval, and the false calls
+    expected among those at the rule's error rates."""
+    verdicts = [r["_verdict"] for r in table if "_verdict" in r]
+    return {"rows": len(table), **{v: sum(r["verdict"] == v for r in table) for v in VERDICTS},
+            "judged_from_an_interval": sum(v.tested is not None and v.label in (REPRODUCED, NOT_REPRODUCED)
+                                           for v in verdicts),
+            "expected_false_calls": round(expected_false_calls(verdicts), 2)}
+
+
+def totals_line(table: list[dict]) -> str:
+    s = summary(table)
+    return (f"Totals over {s['rows']} rows: {verdict_counts(table)}. Of the {s[REPRODUCED] + s[NOT_REPRODUCED]} "
+            f"reproduced or not, {s['judged_from_an_interval']} were judged from an interval; at the rule's 5% "
+            f"error rate, {s['expected_false_calls']:.1f} of them are expected to be false calls.")
 
 
 def sections(table: list[dict]):
@@ -214,15 +246,28 @@ def render_markdown(table: list[dict]) -> str:
         parts.append("|" + "|".join("---:" if _numeric(c) else "---" for c in columns) + "|")
         parts += ["| " + " | ".join(_md_cell(r[c]) for c in columns) + " |" for r in lines]
         parts.append("")
+    if table:
+        parts.append(f"**{totals_line(table)}**")
     return "\n".join(parts) + ("\n" if parts else "(no reference values)\n")
 
 
 def render_csv(table: list[dict]) -> str:
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=["paper", "source", *SHOWN, "runs"], lineterminator="\n")
+    writer = csv.DictWriter(buf, fieldnames=["paper", "source", *SHOWN, *STATS, "runs"], lineterminator="\n",
+                            extrasaction="ignore")
     writer.writeheader()
     writer.writerows(table)
+    if table:  # the totals, as a last row of their own: paper "all", source "totals"
+        writer.writerow({"paper": "all", "source": "totals", "row": "totals", "n": str(len(table)),
+                         "why": totals_line(table)})
     return buf.getvalue()
+
+
+def render_json(table: list[dict]) -> str:
+    import json
+
+    return json.dumps({"rows": [{k: v for k, v in r.items() if not k.startswith("_")} for r in table],
+                       "summary": summary(table)}, indent=1) + "\n"
 
 
 _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
@@ -264,4 +309,4 @@ def render_latex(table: list[dict]) -> str:
 
 
 def render(table: list[dict], fmt: str) -> str:
-    return {"md": render_markdown, "csv": render_csv, "latex": render_latex}[fmt](table)
+    return {"md": render_markdown, "csv": render_csv, "latex": render_latex, "json": render_json}[fmt](table)
