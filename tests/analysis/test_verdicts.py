@@ -331,3 +331,20 @@ def test_paper_values_print_as_the_paper_printed_them():
     assert threshold.returncode == 0 and ",56.2720," in threshold.stdout and ",15583.03," in threshold.stdout
     terngrad = commbench("table", "--paper", "terngrad")
     assert "| 89.00 |" in terngrad.stdout
+
+
+def test_a_sign_claim_with_a_size_needs_the_power_to_show_it():
+    v = judge(gap_cell(ref(value=0.15, claim="sign"), spread(0.05), base=0.993))
+    assert v.label == UNTESTABLE and v.why.startswith("no power")
+
+
+def test_an_ordering_without_the_papers_choice_is_missing_and_an_early_one_untestable():
+    c = ordering_cell({1: 0.0, 2: 2.0}, chosen=2, sd=0.05)
+    c.chosen = None
+    assert judge(c).label == MISSING
+    early_runs = ordering_cell({1: 0.0, 2: 2.0, 5: 0.5}, chosen=2, sd=0.05)
+    for runs in early_runs.choices.values():
+        for r in runs:
+            r["config"]["steps"] = 1000
+    v = judge(early_runs)
+    assert v.label == UNTESTABLE and v.why.startswith("early-training gap: the runs cover 10.0%")
