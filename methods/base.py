@@ -47,6 +47,9 @@ class Method(ABC):
     version: ClassVar[int] = 1
     Params: ClassVar[type] = NoParams
     extra_metrics: ClassVar[tuple[str, ...]] = ()  # ledger extras the run record reports (e.g. paper_bytes)
+    # where a parameter's default comes from, where it is more than the method's choice (a paper, the authors'
+    # code): --dry-run prints it beside the value
+    param_sources: ClassVar[dict[str, str]] = {}
 
     def __init__(self, comm: Communicator, workers: Sequence[Worker], params, weight_decay: Mapping[str, float],
                  ema: float = 0.0):
@@ -69,6 +72,17 @@ class Method(ABC):
         what the current version computes (so it still counts in the tables). A method whose change leaves some
         configurations untouched says which."""
         return version == cls.version
+
+    @classmethod
+    def run_defaults(cls, steps: int) -> dict[str, tuple[object, str]]:
+        """Defaults that depend on the run (its length): parameter -> (value, where it comes from). They take
+        the place of the class's defaults where neither the recipe nor the user set the parameter."""
+        return {}
+
+    @classmethod
+    def never_acts(cls, params, steps: int) -> str | None:
+        """Why a run of ``steps`` with ``params`` never does what the method is for (one line), or None."""
+        return None
 
     @classmethod
     def servers_needed(cls, params) -> int:

@@ -172,7 +172,8 @@ class TernGradHookState:
         self.worker_seed = int(worker_seed)
         self.process_group = process_group
         self.pack, self.unpack, _ = TRIT_PACKINGS[params.packing]
-        self.codec = TernaryCodec(params.clip, params.scaler, params.packing, layerwise=True)
+        self.codec = TernaryCodec(params.clip, params.scaler, params.packing, layerwise=True,
+                                  clip_bound=params.clip_bound)
         self.step = 0
         self.ledger = ledger
 
@@ -193,6 +194,7 @@ def _ternarize_and_send(state: TernGradHookState, group: dist.ProcessGroup,
     used = torch.stack(_all_gather_same(scalers, group, async_op=False, ledger=state.ledger)[0]).amax(dim=0) \
         if p.scaler_sharing else scalers
     keys = [mix_seed(state.worker_seed, state.step, j) for j, _ in tern]
+    bounds = state.codec.bounds_under(bounds, used.cpu() if p.scaler_sharing else None, len(tern))
     packed, _ = state.codec.encode(flat, offsets, bounds, used.cpu(), keys)
     packed = packed.to(flat.device)
     payload = packed if p.scaler_sharing else torch.cat([as_bytes(scalers), packed])

@@ -25,7 +25,8 @@ from .base import Method
 @dataclass(frozen=True)
 class PowerSGDParams:
     rank: int = 1                      # matrix_approximation_rank (torch default)
-    start_iter: int = 1000             # start_powerSGD_iter: plain all-reduce before it (torch default)
+    start_iter: int = 1000             # start_powerSGD_iter: plain all-reduce before it (torch default; the
+                                       # harness takes a tenth of a shorter run: PowerSGD.run_defaults)
     min_compression_rate: float = 2.0  # compress a tensor only if it shrinks by more than this (torch default)
     error_feedback: bool = True        # use_error_feedback (torch default)
     warm_start: bool = True            # reuse P and Q from the previous step (torch default)
@@ -78,6 +79,24 @@ class PowerSGD(Method):
     @classmethod
     def can_bucket(cls, params) -> bool:
         return True
+
+    TORCH_START = 1000  # torch's start_powerSGD_iter
+
+    @classmethod
+    def run_defaults(cls, steps: int) -> dict[str, tuple[object, str]]:
+        """torch's 1,000 plain iterations would leave any shorter run uncompressed, the baseline under another
+        name: a tenth of the run instead, at least 2 (torch's least with error feedback or warm start)."""
+        start = min(cls.TORCH_START, max(2, steps // 10))
+        return {"start_iter": (start, f"powersgd default: min(1000, max(2, floor(0.1 x steps))) = {start}: torch's "
+                                      f"1,000 plain iterations (start_powerSGD_iter), or a tenth of a shorter run, at "
+                                      f"least 2 (torch's least with error feedback)")}
+
+    @classmethod
+    def never_acts(cls, params, steps: int) -> str | None:
+        if params.start_iter >= steps:
+            return (f"powersgd never compresses: start_iter {params.start_iter} >= {steps} steps (every step is a "
+                    f"plain all-reduce, the baseline's)")
+        return None
 
     # -- one bucket ------------------------------------------------------------------------------------
     def begin_bucket(self, names, grads, step):

@@ -17,25 +17,35 @@ So k = 1 is not synchronous SGD: it still computes on locally updated weights (E
 k = 1, and Table 2's 1-Step differs from SSGD). Algorithm 1 needs ``(1 + warmup) % k == 0``, so the first
 delay iteration starts a k-cycle.
 
-Local rules (``local_rule``), all moving w':
+Local rules (``local_rule``), all moving w' (g below is the worker's gradient times ``local_grad_scale``):
 
-* ``glu`` (paper, Eq. 8 and Algorithm 2): w' <- w' - loc_lr (alpha g + wd w' + beta grad_sync),
+* ``glu_code`` (the default): the authors' ``COSDCASGD``, the local optimizer of their CIFAR-10 script, which
+  is what the paper's ResNet-20 experiments ran: w' <- w' - loc_lr (alpha g + wd w' + beta grad_sync) with
+  grad_sync = ((1 - loc_lr wd) prev - w') / 8, prev the weights before the previous local update.
+* ``glu`` (the paper's text, Eq. 8 and Algorithm 2): w' <- w' - loc_lr (alpha g + wd w' + beta grad_sync),
   grad_sync = (pre_weight - w') (1 - m) / (lr k); pre_weight starts as w' and is refreshed every k local
   updates, i.e. to the weights just pulled into w' (Sec. 3.3). alpha 2, beta 0.5, loc_lr = 4 lr (Sec. 4.1).
-* ``glu_code``: the authors' ``COSDCASGD`` (their CIFAR-10 script's local optimizer):
-  grad_sync = ((1 - loc_lr wd) prev - w') / 8 with prev the weights before the previous local update.
 * ``sgd``: w' <- w' - loc_lr (g + wd w') (Fig. 5 uses loc_lr = lr / 4: set local_lr_scale=0.25).
 * ``dcasgd``: DC-ASGD-a as a local rule (Fig. 5; loc_lr = lr there: local_lr_scale=1): w' <- w' - loc_lr
   (g + wd w' + lambda_t g*g*(w' - w_prev)), lambda_t = lambda0 / sqrt(MS), MS = 0.95 MS + 0.05 g^2 + 1e-7.
 * ``none``: no local update (w' is the last pulled global weights; the workers compute on them one pull late).
 
+The local gradient's scale (``local_grad_scale``): MXNet gives the local optimizer the same ``rescale_grad`` as
+the servers', 1 / (batch x workers) under dist_sync (``Module.init_optimizer``), and hands it the worker's
+gradient summed over its devices' images; so the local rules see the worker's mean gradient over W, the number
+of workers (``code``, the default: what the authors ran). The paper's text states no such factor (``paper``: the
+worker's mean gradient). The scale multiplies the gradient wherever a rule uses it (MXNet rescales ``grad``
+first), not the weight decay or grad_sync, and is independent of ``alpha`` and ``local_lr_scale``.
+
 Topologies: ``ps`` (the paper's: W workers and S servers, push/pull as point-to-point messages, a skipped
 pull is a message never sent) and ``allreduce`` (every worker keeps the global state; the push is an
 asynchronous allreduce, waited for and applied only at pull time, so it overlaps k steps of computation).
 
-Version 2: the pulled weights go to the local copy w', not to the computing weights (version 1 overwrote the
-computing weights at every pull, which made k = 1 synchronous SGD and threw each pull iteration's local
-update away).
+Version 3: the local gradient at the authors' scale by default (``local_grad_scale``), the authors' COSDCASGD
+as the default rule, and the harness evaluates a worker's local model (what MXNet's fit scores; the servers'
+weights beside it as ``top1_global``). Version 2: the pulled weights go to the local copy w', not to the
+computing weights (version 1 overwrote the computing weights at every pull, which made k = 1 synchronous SGD
+and threw each pull iteration's local update away).
 """
 from __future__ import annotations
 
@@ -47,6 +57,7 @@ from .base import Method
 from .ps import ParameterServer, Piece, ServerRole, ServerShard, scatter_pieces
 
 LOCAL_RULES = ("glu", "glu_code", "sgd", "dcasgd", "none")
+GRAD_SCALES = ("code", "paper")  # the local gradient over W (MXNet's rescale_grad), or as it is (the paper's text)
 TOPOLOGIES = ("ps", "allreduce")
 
 
@@ -59,7 +70,8 @@ def pulls_at(step: int, warmup: int, k: int) -> bool:
 class SSDSGDParams:
     k: int = 3                  # delay steps; 3 divides 1 + 500, the default warm-up (Algorithm 1's check)
     warmup: int = 500           # wp of Algorithm 1: iterations 0..wp are synchronous (Sec. 4.2: 500)
-    local_rule: str = "glu"     # glu | glu_code | sgd | dcasgd | none
+    local_rule: str = "glu_code"  # glu_code (the authors' COSDCASGD) | glu (the paper's Eq. 8) | sgd | dcasgd | none
+    local_grad_scale: str = "code"  # code: the gradient term at 1/W (MXNet's rescale_grad) | paper: unscaled
     alpha: float = 2.0          # Eq. 8 weight of the local gradient (Sec. 4.1)
     beta: float = 0.5           # Eq. 8 weight of grad_sync (Sec. 4.1)
     local_lr_scale: float = 4.0  # loc_lr = scale x global lr (Sec. 4.1: 1.6 for 0.4)
@@ -78,6 +90,8 @@ class SSDSGDParams:
             options = " or ".join(str(w) for w in (below, below + self.k) if w >= 0)
             raise ValueError(f"warmup: Algorithm 1 needs (1 + warmup) % k == 0; warmup={self.warmup} with "
                              f"k={self.k} does not (try warmup={options})")
+        if self.local_grad_scale not in GRAD_SCALES:
+            raise ValueError(f"local_grad_scale must be one of {', '.join(GRAD_SCALES)}, got {self.local_grad_scale!r}")
         if self.local_rule not in LOCAL_RULES:
             raise ValueError(f"local_rule must be one of {', '.join(LOCAL_RULES)}, got {self.local_rule!r}")
         if self.topology not in TOPOLOGIES:
@@ -101,8 +115,19 @@ class SSDSGD(Method):
     name = "ssdsgd"
     summary = "SSD-SGD: push every step, pull every k steps, local GLU updates between pulls"
     Params = SSDSGDParams
-    version = 2  # 2: pulls go to the local copy w' (Algorithm 1 line 22); 1 overwrote the computing weights
+    # 3: the local gradient at the authors' scale, COSDCASGD by default, the local model evaluated (top1) and the
+    # servers' weights beside it (top1_global); 2: pulls go to the local copy w' (Algorithm 1 line 22); 1
+    # overwrote the computing weights
+    version = 3
     has_global_weights = True
+    param_sources = {
+        "local_rule": "ssdsgd default: the authors' COSDCASGD, the local optimizer of their CIFAR-10 script "
+                      "(cifar10-dis.sh, MXNet optimizer.py), which the paper's ResNet-20 runs used; the paper's "
+                      "Eq. 8 is local_rule=glu",
+        "local_grad_scale": "ssdsgd default: MXNet's rescale_grad = 1/(batch x workers) for the local optimizer too "
+                            "(module.py init_optimizer, dist_sync): the gradient term at 1/W of the worker's mean "
+                            "gradient, independent of alpha and local_lr_scale; the paper's text: paper (1)",
+    }
 
     def __init__(self, comm, workers, params, weight_decay, **kwargs):
         super().__init__(comm, workers, params, weight_decay, **kwargs)
@@ -181,6 +206,8 @@ class SSDSGD(Method):
         """One local update of worker ``rank``'s local copy ``w`` (w', in place) with its gradient ``grads``."""
         p, state = self.params, self.local[rank]
         loc_lr = p.local_lr_scale * lr
+        if p.local_grad_scale == "code":  # MXNet's rescale_grad: the worker's mean gradient over W
+            grads = {n: g / self.comm.world_size for n, g in grads.items()}
         if state.previous is None:  # Algorithm 2 line 2: pre_weight starts as w'
             state.previous = {n: t.clone() for n, t in w.items()}
         if p.local_rule == "glu":

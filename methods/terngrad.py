@@ -46,6 +46,7 @@ class TernGradParams:
     wd_in_grad: bool = True         # ternarize g + wd*w as the official code does; else decay after exchange
     packing: str = "2bit"           # "2bit": 4 trits a byte; "base3": 5 trits a byte
     topology: str = "allgather"     # allgather | ps (push trits, pull levels: the paper's Figure 1)
+    clip_bound: str = "shared"      # scaler=std with sharing: clip at the shared c sigma (the TF code) or own
     servers: int = 1                # parameter servers (ps topology)
 
     def __post_init__(self):
@@ -56,6 +57,8 @@ class TernGradParams:
         if self.topology == "ps" and not self.scaler_sharing:
             raise ValueError("topology: ps needs scaler_sharing (Eq. 4): without a shared scaler the servers' sums "
                              "are not integer levels, and there is nothing small to send back")
+        if self.clip_bound not in ("shared", "own"):
+            raise ValueError(f"clip_bound must be shared or own, got {self.clip_bound!r}")
         if self.scaler not in ("max", "std"):
             raise ValueError(f"scaler must be max or std, got {self.scaler!r}")
         if self.packing not in TRIT_PACKINGS:
@@ -106,10 +109,12 @@ class TernGrad(Method):
     name = "terngrad"
     summary = "TernGrad: stochastic ternary gradients with scaler sharing, packed 2 bits (or 1.6 bits) each"
     Params = TernGradParams
-    # 4: sigma's sums in fixed float32 lanes (the same bits on any CPU; 3's compiler-ordered sums could round
-    # otherwise); 3: Bernoulli draws from a counter-based stream (fused codec), the average as level x (s / N);
-    # 2: the shared-scaler average from the integer sum of the trits; 1: s * trits added in float32
-    version = 4
+    # 5: with the c sigma scaler shared, every worker clips at the shared scaler (the TF code's implicit clip),
+    # not at its own c sigma_i; 4: sigma's sums in fixed float32 lanes (the same bits on any CPU; 3's
+    # compiler-ordered sums could round otherwise); 3: Bernoulli draws from a counter-based stream (fused codec),
+    # the average as level x (s / N); 2: the shared-scaler average from the integer sum of the trits; 1: s *
+    # trits added in float32
+    version = 5
     # Figure 4(c): how many of the largest layer's gradients (AlexNet's fc6) are ternarized to zero; summed over
     # workers and steps, their ratio is the average share
     extra_metrics = ("zero_trits_largest", "trits_largest")
@@ -126,7 +131,12 @@ class TernGrad(Method):
     @classmethod
     def computes_as(cls, version: int, workers: int, params: dict) -> bool:
         # versions 1 and 2 drew their Bernoulli variables from torch's generator: other trits, other numbers;
-        # version 3's clipping bound could differ in its last bit
+        # version 3's clipping bound could differ in its last bit; version 4 clipped at each worker's own c sigma,
+        # which differs from 5 only where c sigma is the scaler, shared by several workers
+        if version == 4:
+            shared_std = (params.get("scaler") == "std" and params.get("scaler_sharing", True)
+                          and (params.get("clip") or 0) > 0 and workers > 1)
+            return not shared_std
         return version == cls.version
 
     @classmethod
@@ -168,7 +178,7 @@ class TernGrad(Method):
         self.index = {n: j for j, n in enumerate(self.tern_names)}  # a tensor's own random stream: (seed, step, j)
         self.largest_name = self.tern_names[max(range(len(self.sizes)), key=self.sizes.__getitem__)] \
             if self.sizes else None
-        self.codec = TernaryCodec(params.clip, params.scaler, params.packing, params.layerwise)
+        self.codec = TernaryCodec(params.clip, params.scaler, params.packing, params.layerwise, params.clip_bound)
 
     def average(self, payloads: list[torch.Tensor], shared: torch.Tensor | None) -> torch.Tensor:
         return mean_of_trits(payloads, shared, self.sizes_t, self.unpack)
@@ -198,6 +208,7 @@ class TernGrad(Method):
             count = tern.index(self.largest_name) if self.largest_name in tern else None
             for w, flat, (offsets, bounds, own) in zip(self.workers, flats, prepared):
                 keys = [mix_seed(w.seed, step, self.index[n]) for n in tern]
+                bounds = self.codec.bounds_under(bounds, shared, len(tern))
                 packed, zeros = self.codec.encode(flat, offsets, bounds, own if shared is None else shared, keys, count)
                 if count is not None:  # Figure 4(c): the zero trits of the largest ternarized tensor
                     self.comm.ledger.add_extra("zero_trits_largest", w.rank, float(zeros[count]))
@@ -259,6 +270,7 @@ class TernGrad(Method):
             trits_of = []
             for w, flat, (offsets, bounds, _) in zip(self.workers, flats, prepared):
                 keys = [mix_seed(w.seed, step, j) for j in range(len(self.tern_names))]
+                bounds = self.codec.bounds_under(bounds, shared, len(self.tern_names))
                 trits = self.codec.trits(flat, offsets, bounds, shared, keys)
                 if self.largest_name is not None:
                     j = self.index[self.largest_name]

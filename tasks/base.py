@@ -9,6 +9,7 @@ import torch
 from torch import nn
 
 from .data import Data
+from .models.sliced_bn import slice_batch_norm
 from .recipe import Recipe
 
 
@@ -35,16 +36,22 @@ class Task(ABC):
 
     def make_model(self, variant: str, num_classes: int, in_chans: int, options: dict) -> nn.Module:
         """What a run trains: the task's network (:meth:`build_model`), or with ``options["timm"]`` any timm
-        model by name, for the task's classes and input channels (the record's ``model_options`` names it)."""
+        model by name, for the task's classes and input channels (the record's ``model_options`` names it);
+        with ``options["bn_batch"]`` its BatchNorm normalises slices of that many samples (a worker's devices)."""
         options = dict(options)
         name = options.pop("timm", None)
+        bn_batch = options.pop("bn_batch", None)
         if name is None:
-            return self.build_model(variant, num_classes, **options)
-        if options:
+            model = self.build_model(variant, num_classes, **options)
+        elif options:
             raise ValueError(f"model options {sorted(options)}: not with model.timm={name} (timm's own defaults)")
-        from .models.timm_models import create
+        else:
+            from .models.timm_models import create
 
-        return create(name, num_classes, in_chans)
+            model = create(name, num_classes, in_chans)
+        if bn_batch is not None and not slice_batch_norm(model, bn_batch):
+            raise ValueError(f"model.bn_batch={bn_batch}: the model has no BatchNorm layer to normalise in slices")
+        return model
 
     def parameter_count(self, variant: str | None = None) -> int:
         """Trainable parameters of the default (or given) variant, built on the meta device (no memory)."""

@@ -19,7 +19,7 @@ DATA_COLUMNS = ["task", "dataset", "substitute_for", "method", "params", "differ
                 "steps", "n_runs", "n_done", "seeds", "status", "top1_mean", "top1_std", "top5_mean",
                 "bytes_sent_per_worker_step", "bytes_received_per_worker_step", "fp32_bytes_over_sent",
                 "images_per_s_mean", "images_per_s_std", "comm_exposed_share", "target_top1", "time_to_target_s",
-                "runs_reaching_target", "setting_id"]
+                "runs_reaching_target", "runs_untimed", "setting_id"]
 # time to accuracy: by default the first point at which a run reaches its setting's baseline's final top-1 minus this
 TARGET_BELOW_BASELINE = 0.005
 # what a run's baseline shares with it: its setting less the method's own choices
@@ -53,6 +53,9 @@ def records_frame(root: Path) -> pd.DataFrame:
             "exposed": _exposed_share(m),
             "curve": [(h["train_s"], h["top1"]) for h in r.get("history", [])
                       if isinstance(h.get("train_s"), (int, float)) and isinstance(h.get("top1"), (int, float))],
+            # whether its evaluations say when they happened: a history without train_s cannot time the target
+            "timed": any(isinstance(h.get("train_s"), (int, float)) for h in r.get("history", [])
+                         if isinstance(h, dict) and isinstance(h.get("top1"), (int, float))),
             "setting": _key(setting),
             "setting_flat": flat_items(setting),
             "baseline_setting": _key({k: v for k, v in setting.items() if k not in METHOD_FIELDS}),
@@ -144,7 +147,8 @@ def comparison_data(frame: pd.DataFrame, target: float | None = None) -> pd.Data
             # a baseline that learned nothing (synthetic data) sets no target
             goal = (base - TARGET_BELOW_BASELINE if base is not None and pd.notna(base)
                     and base > TARGET_BELOW_BASELINE else None)
-        times = [time_to(c, goal) for c in done["curve"]] if goal is not None else []
+        timed = done[done["timed"]]
+        times = [time_to(c, goal) for c in timed["curve"]] if goal is not None else []
         reached = [t for t in times if t is not None]
         substitutes = group["substitute"].dropna()
         rows.append({
@@ -162,7 +166,9 @@ def comparison_data(frame: pd.DataFrame, target: float | None = None) -> pd.Data
             "images_per_s_mean": _mean(done["images_per_s"]), "images_per_s_std": _std(done["images_per_s"]),
             "comm_exposed_share": _mean(done["exposed"]), "target_top1": goal,
             "time_to_target_s": sum(reached) / len(reached) if reached else None,
-            "runs_reaching_target": len(reached) if goal is not None else None,
+            # of the runs whose history times their evaluations: a run without train_s is unknown, not unreached
+            "runs_reaching_target": len(reached) if goal is not None and len(timed) else None,
+            "runs_untimed": len(done) - len(timed),
             "setting_id": hashlib.sha256(first["setting"].encode()).hexdigest()[:10],
         })
     data = pd.DataFrame(rows)
@@ -178,7 +184,7 @@ def comparison(frame: pd.DataFrame, target: float | None = None) -> pd.DataFrame
         return pd.DataFrame(columns=COLUMNS)
     rows = []
     for _, d in data.iterrows():
-        goal, reached, n_done = d["target_top1"], d["runs_reaching_target"], d["n_done"]
+        goal, reached, n_done = d["target_top1"], d["runs_reaching_target"], d["n_done"] - d["runs_untimed"]
         rows.append({
             "task": d["task"],
             "dataset": d["dataset"] + (f" (for {d['substitute_for']})" if d["substitute_for"] else ""),
@@ -192,8 +198,9 @@ def comparison(frame: pd.DataFrame, target: float | None = None) -> pd.DataFrame
             "comm exposed": _number(None if d["comm_exposed_share"] is None else 100 * d["comm_exposed_share"],
                                     ".0f", "%"),
             "time to target (s)": ("—" if goal is None or pd.isna(goal) else
+                                   "unknown (the history has no train_s)" if reached is None or pd.isna(reached) else
                                    f"not reached (top-1 {goal:.4f})" if not reached else
-                                   f"{d['time_to_target_s']:.1f}" + (f" ({reached} of {n_done})"
+                                   f"{d['time_to_target_s']:.1f}" + (f" ({int(reached)} of {n_done})"
                                                                      if reached < n_done else "")),
         })
     return pd.DataFrame(rows, columns=COLUMNS)

@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from commbench.config import ConfigError, RunConfig, describe, parse_set, resolve, run_flags
+from commbench.config import ConfigError, RunConfig, describe, never_acts, parse_set, resolve, run_flags
 from commbench.config.grid import GRIDS_DIR
 from commbench.cli import model as model_command
 from commbench.store.records import EXIT_INTERRUPTED, Status
@@ -247,7 +247,9 @@ def cmd_sweep(args) -> int:
                     f"dataset={cfg.dataset} steps={cfg.steps} seed={cfg.seed} "
                     f"{f'net={cfg.net} ' if cfg.net else ''}{f'node_link={cfg.node_link} ' if cfg.node_link else ''}"
                     f"{cfg.method_params or ''}").rstrip()
-            print(line + (f"  [slurm: {run_shape(cfg, profile).describe()}]" if profile else ""))
+            idle = never_acts(cfg)
+            print(line + (f"  [slurm: {run_shape(cfg, profile).describe()}]" if profile else "")
+                  + (f"  note: {idle}" if idle else ""))
         return 0
     if profile is not None:
         from commbench.launch.slurm import SubmitError, submit, wait

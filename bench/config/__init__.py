@@ -195,6 +195,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("model.variant", _opt_str, field="model_variant"),
     Setting("model.dropout", _float(0, 1), field="model_options"),
     Setting("model.timm", _opt_str, field="model_options"),  # any timm model by name in place of the task's
+    # BatchNorm over slices of this many samples of a worker's batch: a paper's worker of several devices
+    Setting("model.bn_batch", _opt_int(1), field="model_options"),
     Setting("optimizer.name", _choice(*OPTIMIZERS), field="optimizer"),
     Setting("optimizer.momentum", _float(0, 1), Cited(0.0, "harness default (no momentum)"), field="optimizer"),
     Setting("optimizer.momentum_form", _choice("lr_outside", "lr_inside"),
@@ -216,6 +218,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("eval.every", _int(0), Cited(0, "harness default: 0 = four evaluations plus the final one"), field="eval",
             compared=False),
     Setting("eval.batch_size", _int(1), Cited(500, "harness default"), field="eval", compared=False),
+    # a method with global weights of its own (SSD-SGD's servers) is also scored on them (top1_global), with
+    # BatchNorm statistics recomputed for them: a cumulative average over this many of worker 0's training batches
+    Setting("eval.bn_batches", _int(1), Cited(50, "harness default: BatchNorm statistics of the global weights "
+                                                  "recomputed over 50 of worker 0's training batches, unaugmented"),
+            field="eval", compared=False, implicit=50),
     Setting("device", _choice("auto", "cpu", "cuda"), Cited("auto", "harness default: CUDA when available"),
             compared=False),
     Setting("threads", _opt_int(1), Cited(None, "harness default: the machine's cores split among local workers"),
@@ -447,6 +454,8 @@ def resolve(settings: Mapping[str, Any]) -> RunConfig:
     if global_batch > task.train_size(dataset):
         raise ConfigError(f"global_batch: {global_batch} is more than the {task.train_size(dataset):,} training "
                           f"images of {dataset}")
+    if values.get("model.bn_batch"):
+        _check_bn_batch(task, variant, values["model.bn_batch"], global_batch // workers, values.get("model.timm"))
     if values.get("net") is not None and values["backend"] != "dist":
         raise ConfigError(f"net: an emulated network ({values['net']}) needs backend dist, not "
                           f"{values['backend']} (sim workers share one process and send nothing over a network)")
@@ -468,7 +477,7 @@ def resolve(settings: Mapping[str, Any]) -> RunConfig:
     if "name" not in optimizer or "base_lr" not in schedule:
         raise ConfigError(f"recipe: {task.name}/{recipe_name} sets no optimizer or base LR")
 
-    method_params, method_sources = _method_params(task, recipe_name, method, settings)
+    method_params, method_sources = _method_params(task, recipe_name, method, settings, values["steps"])
     exchange = values["exchange"]
     if exchange == "overlapped" and not METHODS[method].can_bucket(METHODS[method].Params(**method_params)):
         exchange = "after-backward"  # what the run will do, whatever was asked
@@ -493,7 +502,8 @@ def resolve(settings: Mapping[str, Any]) -> RunConfig:
         seed=values["seed"], tier=tier, recipe=recipe_name, steps=values["steps"], global_batch=global_batch,
         batch_per_worker=global_batch // workers, model_variant=variant, optimizer=optimizer,
         lr_schedule=schedule, weight_decay=values["weight_decay"], ema=values["ema"],
-        eval={"every": values["eval.every"], "batch_size": values["eval.batch_size"]},
+        eval={"every": values["eval.every"], "batch_size": values["eval.batch_size"],
+              "bn_batches": values["eval.bn_batches"]},
         method_params=method_params, device=values["device"], threads=values["threads"],
         deterministic=values["deterministic"], fail_at_step=values["fail_at_step"],
         data_root=values.get("data_root"), sources=sources, overrides=overrides,
@@ -502,6 +512,20 @@ def resolve(settings: Mapping[str, Any]) -> RunConfig:
         model_options=_model_options(values),
         method_version=METHODS[method].version, exchange=exchange, bucket_mb=values["bucket_mb"],
     )
+
+
+def _check_bn_batch(task, variant: str, slice_size: int, per_worker: int, timm_name: str | None) -> None:
+    """BatchNorm over slices needs slices that split a worker's batch, and a model with BatchNorm."""
+    if per_worker % slice_size:
+        raise ConfigError(f"model.bn_batch: {slice_size} does not split a worker's batch of {per_worker} evenly")
+    if timm_name is None:
+        import torch
+
+        with torch.device("meta"):
+            model = task.build_model(variant, task.classes)
+        if not any(isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in model.modules()):
+            raise ConfigError(f"model.bn_batch: {task.name} ({variant}) has no BatchNorm layer to normalise in "
+                              f"slices")
 
 
 def _model_options(values: Mapping[str, Any]) -> dict:
@@ -513,15 +537,21 @@ def _model_options(values: Mapping[str, Any]) -> dict:
 
         if not timm.is_model(name):
             raise ConfigError(f"model.timm: timm has no model {name!r} (timm.list_models() lists them)")
-        return {"timm": name}
-    return {"dropout": values["model.dropout"]} if values.get("model.dropout") is not None else {}
+        return {"timm": name, **({"bn_batch": values["model.bn_batch"]} if values.get("model.bn_batch") else {})}
+    return {k: values[f"model.{k}"] for k in ("dropout", "bn_batch") if values.get(f"model.{k}") is not None}
 
 
-def _method_params(task, recipe_name: str, method: str, settings: Mapping[str, Any]) -> tuple[dict, dict]:
+def _method_params(task, recipe_name: str, method: str, settings: Mapping[str, Any],
+                   steps: int | None = None) -> tuple[dict, dict]:
+    """The method's parameters and their sources: its defaults (those that follow the run's ``steps``, where a
+    run is being resolved), the task recipe's values for it, then the user's."""
     types = method_param_types(method)
     defaults = METHODS[method].Params()
     params = {n: getattr(defaults, n) for n in types}
-    sources = {f"method.{n}": f"{method} default" for n in types}
+    sources = {f"method.{n}": METHODS[method].param_sources.get(n, f"{method} default") for n in types}
+    run_defaults = METHODS[method].run_defaults(steps) if steps is not None else {}
+    for name, (value, source) in run_defaults.items():  # defaults that follow the run
+        params[name], sources[f"method.{name}"] = value, source
     for key, c in task.method_overlay(recipe_name, method).items():
         if not key.startswith("method."):
             continue
@@ -541,6 +571,12 @@ def _method_params(task, recipe_name: str, method: str, settings: Mapping[str, A
     except (TypeError, ValueError) as exc:  # the Params messages begin with the parameter's name
         raise ConfigError(f"method.{exc} (method {method})") from None
     return params, sources
+
+
+def never_acts(cfg: RunConfig) -> str | None:
+    """Why the run never does what its method is for (PowerSGD that never compresses), or None."""
+    method = METHODS[cfg.method]
+    return method.never_acts(method.Params(**cfg.method_params), cfg.steps)
 
 
 def describe(cfg: RunConfig) -> str:
@@ -564,6 +600,8 @@ def describe(cfg: RunConfig) -> str:
         key = f"method.{name}"
         lines.append(f"{key:28s} {value!s:22s} {cfg.sources.get(key, '')}")
     lines.append(f"{'method_version':28s} {cfg.method_version!s:22s} {cfg.method}'s computation version")
+    if (idle := never_acts(cfg)) is not None:
+        lines.append(f"note: {idle}")
     if cfg.overrides:
         lines.append("departs from the published recipe: " + ", ".join(
             f"{k} {o['paper']} -> {o['used']} ({o['by']})" for k, o in cfg.overrides.items()))

@@ -30,7 +30,7 @@ GRIDS_DIR = Path(__file__).resolve().parent.parent / "grids"  # the grids the pa
 # the row (paper, source, task and, where the row states one, batch per worker), the emulated links and the
 # number of workers whose measurements judge it, and why that setting is the paper's.
 DECLARATION_KEYS = {"paper": str, "source": str, "task": str, "links": list, "workers": int, "why": str}
-DECLARATION_OPTIONAL = {"batch_per_worker": int}
+DECLARATION_OPTIONAL = {"batch_per_worker": int, "topology": str}
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,7 @@ class Declaration:
     why: str
     grid: str
     batch_per_worker: int | None = None
+    topology: str | None = None  # the method's exchange the row is judged on (ps: the paper's parameter servers)
 
 
 @dataclass
@@ -136,7 +137,7 @@ def _declarations(path: Path, entries, grid_name: str) -> list[Declaration]:
         if not links or not all(isinstance(x, str) and x for x in links):
             raise ConfigError(f"{where}: links must be a non-empty list of link rates (100mbit)")
         out.append(Declaration(entry["paper"], entry["source"], entry["task"], tuple(links), entry["workers"],
-                               entry["why"], grid_name, entry.get("batch_per_worker")))
+                               entry["why"], grid_name, entry.get("batch_per_worker"), entry.get("topology")))
     return out
 
 

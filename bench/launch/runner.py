@@ -11,7 +11,7 @@ from commbench.methods.comm import SimCommunicator
 from commbench.tasks import TASKS
 
 from commbench.run.checkpoint import Checkpoints, UntrustedCheckpoint, stop_signals
-from commbench.config import ConfigError, RunConfig
+from commbench.config import ConfigError, RunConfig, never_acts
 from commbench.launch.local import launch_local
 from commbench.launch.owner import Claimed, claim, unwind_on_sigterm
 from commbench.launch.preflight import check_machine
@@ -241,4 +241,6 @@ def summary(cfg: RunConfig, record: dict) -> str:
     ips = f"{m['images_per_s']:.0f}" if m.get("images_per_s") else "—"
     sent = f"{m['bytes_sent'] / 1e9:.3g} GB" if isinstance(m.get("bytes_sent"), (int, float)) else "—"
     line = f"{cfg.run_id}: {record['status']}  top1 {top1}  sent {sent} (all workers)  images/s {ips}"
+    if (idle := never_acts(cfg)) is not None:
+        line += f"  note: {idle}"
     return line + (f"  error: {record['error']}" if record.get("error") else "")

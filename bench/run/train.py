@@ -59,6 +59,8 @@ class Loop:
     top5: float | None = None
     correct: dict | None = None  # the last evaluation's per-image top-1 correctness (store.correctness)
     best: dict | None = None     # the evaluation with the highest top-1: {"top1", "step", "correct"}
+    top1_global: float | None = None  # a method with global weights: theirs (BatchNorm recomputed)
+    top5_global: float | None = None
     mean_loss: float = float("nan")
     loss_sum: float = 0.0  # since the last log point, this process's workers
     loss_count: int = 0
@@ -132,6 +134,27 @@ def evaluate(model: torch.nn.Module, data, batch_size: int,
     model.train(was_training)
     hits = torch.cat(correct) if correct else torch.zeros(0, dtype=torch.bool)
     return int(hits.sum()) / total, (top5 / total if data.num_classes >= 5 else None), hits
+
+
+@torch.no_grad()
+def recompute_batch_norm(model: torch.nn.Module, batches, device: torch.device) -> None:
+    """BatchNorm's running statistics for ``model``'s weights: reset, then the cumulative average over
+    ``batches`` (momentum None), with the rest of the model in evaluation mode (no dropout). A model without
+    BatchNorm is left as it is, and the batches are not read."""
+    norms = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    if not norms:
+        return
+    was_training, momenta = model.training, [m.momentum for m in norms]
+    model.eval()
+    for m in norms:
+        m.reset_running_stats()
+        m.momentum = None
+        m.train()
+    for x, _ in batches:
+        model(x.to(device, non_blocking=True))
+    for m, momentum in zip(norms, momenta):
+        m.momentum = momentum
+    model.train(was_training)
 
 
 def eval_steps(cfg: RunConfig) -> set[int]:
@@ -253,12 +276,13 @@ class Trainer:
             self.rng_states[rank] = self.get_rng()
         self.swap_rng = len(comm.local_ranks) > 1
 
-        # A method with global weights of its own (a parameter server's) is evaluated on them and averages them
-        # itself; otherwise worker 0's model is evaluated, averaged here.
-        self.ema = EMA(self.models[0], cfg.ema) if (cfg.ema and self.holds_rank0 and
-                                                    not self.method.has_global_weights) else None
-        self.eval_model = (copy.deepcopy(self.models[0])
-                           if (self.ema or self.method.has_global_weights) and self.holds_rank0 else None)
+        # Worker 0's model is evaluated (averaged here where the recipe averages), as a worker's own model is what
+        # a training framework scores (MXNet's fit scores SSD-SGD's local weights). A method with global weights of
+        # its own (a parameter server's, averaged by the method) is scored on them too, as top1_global.
+        self.ema = EMA(self.models[0], cfg.ema) if cfg.ema and self.holds_rank0 else None
+        self.eval_model = copy.deepcopy(self.models[0]) if self.ema and self.holds_rank0 else None
+        self.global_model = (copy.deepcopy(self.models[0]) if self.method.has_global_weights and self.holds_rank0
+                             else None)
         self.evals, self.stride = eval_steps(cfg), log_stride(cfg)
         self.loop = Loop()
         self.resume()
@@ -369,21 +393,34 @@ class Trainer:
             loop.correct = pack_correct(hits)
             if loop.best is None or loop.top1 > loop.best["top1"]:  # the first of equal bests
                 loop.best = {"top1": loop.top1, "step": done, "correct": loop.correct}
+            if self.global_model is not None:
+                loop.top1_global, loop.top5_global, _ = evaluate(self.global_evaluation_model(), self.data,
+                                                                 cfg.eval["batch_size"], self.device)
+                point["top1_global"], point["top5_global"] = loop.top1_global, loop.top5_global
         loop.history.append(point)
         if report:
             report(done, cfg.steps, loop.mean_loss)
         return True
 
     def evaluation_model(self) -> torch.nn.Module:
-        """Worker 0's model; its EMA; or the servers' weights (buffers such as BN statistics are worker 0's)."""
+        """Worker 0's model, or its moving average."""
         if self.ema:
             self.eval_model.load_state_dict(self.models[0].state_dict())
             self.ema.apply_to(self.eval_model)
             return self.eval_model
-        if self.method.has_global_weights:
-            self.eval_model.load_state_dict({**self.models[0].state_dict(), **self.method.eval_weights()})
-            return self.eval_model
         return self.models[0]
+
+    def global_evaluation_model(self) -> torch.nn.Module:
+        """The method's global weights (the servers', averaged by the method where the recipe averages), with
+        BatchNorm statistics recomputed for them: worker 0's were gathered on other weights."""
+        self.global_model.load_state_dict({**self.models[0].state_dict(), **self.method.eval_weights()})
+        cfg, per_worker = self.cfg, self.cfg.batch_per_worker
+        rank = self.comm.local_ranks[0]
+        batches = GlobalBatches(self.data.train_size, cfg.global_batch, cfg.seed)
+        recompute_batch_norm(self.global_model, (
+            self.data.plain_train_batch(batches.indices(step)[rank * per_worker:(rank + 1) * per_worker])
+            for step in range(cfg.eval["bn_batches"])), self.device)
+        return self.global_model
 
     def checkpoint(self) -> str | None:
         """At a sync point: save if due or asked; the stop signal that ends the run, if one came."""
@@ -418,12 +455,15 @@ class Trainer:
             "parameters": self.grad_elements, "threads_per_worker": torch.get_num_threads(),
             **{e: totals[4 + i].item() for i, e in enumerate(self.method_cls.extra_metrics)},
         }
+        if self.global_model is not None:
+            metrics["top1_global"] = loop.top1_global if status == Status.DONE else None
+            metrics["top5_global"] = loop.top5_global if status == Status.DONE else None
         if status == Status.DONE and loop.correct is not None:  # for paired intervals (docs/record-format.md)
             metrics["eval_correct"] = loop.correct
             metrics["top1_best"], metrics["top1_best_step"] = loop.best["top1"], loop.best["step"]
             metrics["eval_correct_best"] = loop.best["correct"]
         metrics["time_breakdown"] = time_breakdown(loop.times, self.method.times, train_s)
-        final_model = self.eval_model if self.method.has_global_weights else self.models[0]  # the last evaluated
+        final_model = self.models[0]
         metrics["final_weights"] = {"sha256": weights_digest(final_model.state_dict())}
         weights = ({k: v.detach().cpu().clone() for k, v in final_model.state_dict().items()}
                    if keep_weights else None)

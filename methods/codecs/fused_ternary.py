@@ -306,10 +306,21 @@ class TernaryCodec:
     """TernGrad's steps for one worker's list of tensors (a bucket, or the whole gradient): the one object the
     method and its DDP hook share, so that the two cannot drift apart.
 
-    ``layerwise``: a scaler per tensor (Sec. 3.3), else one for all the tensors given."""
+    ``layerwise``: a scaler per tensor (Sec. 3.3), else one for all the tensors given. ``clip_bound``: with the
+    c sigma scaler shared by the workers, where each worker clips: at the shared scaler (``shared``: what the
+    authors' TensorFlow code does, implicitly, as any |g| >= s rounds to +-s), or at its own c sigma_i
+    (``own``). The max scaler clips at the worker's own bound either way."""
 
-    def __init__(self, clip: float, scaler: str, packing: str, layerwise: bool = True):
+    def __init__(self, clip: float, scaler: str, packing: str, layerwise: bool = True, clip_bound: str = "shared"):
         self.clip, self.scaler, self.packing, self.layerwise = clip, scaler, packing, layerwise
+        self.clip_bound = clip_bound
+
+    def bounds_under(self, own: torch.Tensor, shared: torch.Tensor | None, segments: int) -> torch.Tensor:
+        """The clipping bounds a worker encodes with: its own, or the shared scaler (c sigma shared: the max over
+        the workers of c sigma_i, per segment)."""
+        if shared is None or self.scaler != "std" or self.clip <= 0 or self.clip_bound != "shared":
+            return own
+        return self.per_segment(shared.to(own.device), segments)
 
     def scalers(self, flat: torch.Tensor, sizes: list[int]) -> tuple[np.ndarray, torch.Tensor, torch.Tensor]:
         """(segment offsets, clipping bound per segment, the scalers): one scaler per tensor, or one in all."""

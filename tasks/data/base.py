@@ -71,6 +71,11 @@ class Data(ABC):
     @abstractmethod
     def eval_batches(self, batch_size: int) -> Iterator[Batch]: ...
 
+    def plain_train_batch(self, indices: Sequence[int] | torch.Tensor) -> Batch:
+        """Training samples through the evaluation transform, without augmentation (what BatchNorm statistics
+        are recomputed on). A data set without augmentation: its training batch."""
+        return self.train_batch(indices)
+
     def train_stream(self, batches: Iterable[tuple[int, torch.Tensor]], seed: int, *,
                      num_workers: int | None = None) -> Iterator[Batch]:
         """Batches computed in this process when asked for: the in-memory sets need no more. ``num_workers``
@@ -136,3 +141,7 @@ class InMemoryData(Data):
         for start in range(0, self.eval_size, batch_size):
             end = start + batch_size
             yield self.transform(self.eval_x[start:end]), self.eval_y[start:end]
+
+    def plain_train_batch(self, indices) -> Batch:
+        indices = torch.as_tensor(indices, dtype=torch.long)
+        return self.transform(self.train_x[indices]), self.train_y[indices]

@@ -279,6 +279,10 @@ class FolderData(Data):
                  for i in torch.as_tensor(indices).reshape(-1).tolist()]
         return torch.stack([x for x, _ in items]), torch.tensor([y for _, y in items], dtype=torch.long)
 
+    def plain_train_batch(self, indices) -> Batch:
+        items = [_EvalSet(self._train, self.transform)[i] for i in torch.as_tensor(indices).reshape(-1).tolist()]
+        return torch.stack([x for x, _ in items]), torch.tensor([y for _, y in items], dtype=torch.long)
+
     def train_stream(self, batches: Iterable[tuple[int, torch.Tensor]], seed: int, *,
                      num_workers: int | None = None) -> Iterator[Batch]:
         workers = loader_workers() if num_workers is None else num_workers

@@ -482,7 +482,8 @@ def test_a_modelled_speed_up_is_measured_on_the_emulated_network_and_only_from_r
                  images_per_s=100.0, params=TERNGRAD["terngrad"])
     [cell] = build("terngrad", results, refs)
     assert cell.run_ids == ["terngrad-w4"] and cell.values == pytest.approx([2.0])
-    assert "measured on the emulated network, where the paper's value is modelled" in cell.markers
+    assert "measured on the emulated network, where the paper's value is its performance model's output (the row " \
+           "says for which cluster)" in cell.markers
     assert "fewer workers: 4 of 8" in cell.markers and "4 workers" in cell.markers
     assert "link: 100mbit to every process (emulated)" in cell.markers
     assert "other settings: 100mbit 3" in cell.markers
@@ -790,7 +791,7 @@ def test_every_shipped_declaration_names_a_speed_row_of_the_papers(tmp_path):
     from commbench.analysis.papers.reference import PAPER_DIR, load_declarations
 
     declarations = load_declarations()
-    assert {d.grid for d in declarations} >= {"network-fig5", "network-ssdsgd"}
+    assert {d.grid for d in declarations} >= {"network-fig5-ps", "network-ssdsgd"}
     for d in declarations:
         refs = load_references(d.paper, PAPER_DIR)
         assert any(r.source == d.source and r.task == d.task and r.claim == "speedup" and

@@ -76,3 +76,25 @@ def test_load_records_gives_one_column_per_setting_and_metric(tmp_path):
             "metrics.bytes_sent", "data.dataset"} <= set(runs.columns)
     assert pd.api.types.is_float_dtype(runs["metrics.top1"]) and pd.api.types.is_integer_dtype(runs["config.seed"])
     assert runs.groupby("config.net")["metrics.top1"].mean().iloc[0] == pytest.approx(0.915)
+
+
+def test_time_to_target_is_unknown_where_the_history_has_no_train_s(tmp_path):
+    """Older records' history points carry no train_s: their time to a target is unknown, not "not reached",
+    even when their top-1 is above it; a run that does carry it and stays below reads "not reached"."""
+    import json as json_module
+
+    def with_history(run_id, top1, points, **kw):
+        record = write_record(tmp_path, run_id, top1=top1, **kw)
+        record["history"] = points
+        (tmp_path / "runs" / f"{run_id}.json").write_text(json_module.dumps(record))
+
+    untimed = [{"step": 5, "top1": 0.80}, {"step": 10, "top1": 0.87}]
+    with_history("old", 0.87, untimed)
+    with_history("new-slow", 0.80, [{"step": 5, "top1": 0.70, "train_s": 5.0},
+                                    {"step": 10, "top1": 0.80, "train_s": 10.0}], seed=1, method="terngrad")
+    data = comparison_data(records_frame(tmp_path), target=0.85).set_index("method")
+    assert pd.isna(data.loc["baseline", "runs_reaching_target"]) and data.loc["baseline", "runs_untimed"] == 1
+    assert data.loc["terngrad", "runs_reaching_target"] == 0 and data.loc["terngrad", "runs_untimed"] == 0
+    shown = comparison(records_frame(tmp_path), target=0.85).set_index("method")["time to target (s)"]
+    assert shown["baseline"] == "unknown (the history has no train_s)"
+    assert shown["terngrad"] == "not reached (top-1 0.8500)"

@@ -30,7 +30,7 @@ def grads(n, seed=0, scale=1.0):
 
 
 def averaged(method_cls, params, n, gs, step=0):
-    comm = SimCommunicator(n)
+    comm = SimCommunicator(n, num_servers=method_cls.servers_needed(params))
     ws = workers(n)
     method = method_cls(comm, ws, params, {})
     method.step(gs, lr=0.0, step=step)
@@ -180,3 +180,43 @@ def test_terngrad_all_layers_pushes_at_most_its_share_of_fp32(packing, bound):
 def test_threshold_bytes_fall_as_the_threshold_rises(method):
     sent = [sim_run(method, steps=20, threshold=t)["bytes_sent"] for t in (1e-3, 3e-3, 1e-2)]
     assert sent[0] > sent[1] > sent[2]
+
+
+@pytest.mark.parametrize("topology", ["allgather", "ps"])
+@pytest.mark.parametrize("clip_bound", ["shared", "own"])
+def test_with_a_shared_c_sigma_every_worker_clips_at_the_shared_scaler(monkeypatch, topology, clip_bound):
+    """Two workers of different sigma (the second's gradient 4 times the first's): with the c sigma scaler shared
+    (the authors' TF code), each clips at the shared scaler, max_i c sigma_i (version 5); ``clip_bound=own``
+    keeps each worker's own c sigma_i (version 4)."""
+    from commbench.methods.codecs import fused_ternary
+
+    used = []
+    for name in ("encode", "trits"):
+        original = getattr(fused_ternary.TernaryCodec, name)
+
+        def spy(self, flat, offsets, bounds, scales, keys, *rest, _original=original):
+            used.append(bounds.clone())
+            return _original(self, flat, offsets, bounds, scales, keys, *rest)
+
+        monkeypatch.setattr(fused_ternary.TernaryCodec, name, spy)
+    gs = grads(2, seed=3)
+    for k in gs[1]:
+        gs[1][k] = gs[1][k] * 4
+    params = TernGradParams(wd_in_grad=False, scaler="std", topology=topology, clip_bound=clip_bound)
+    codec = fused_ternary.TernaryCodec(2.5, "std", "2bit")
+    own = [codec.scalers(torch.cat([g[k].reshape(-1) for k in SHAPES]), [torch.Size(s).numel()
+                                                                          for s in SHAPES.values()])[1] for g in gs]
+    averaged(TernGrad, params, 2, gs)
+    assert len(used) == 2 and not torch.equal(own[0], own[1])
+    if clip_bound == "shared":
+        assert all(torch.equal(b, torch.maximum(own[0], own[1])) for b in used)
+    else:
+        assert torch.equal(used[0], own[0]) and torch.equal(used[1], own[1])
+
+
+def test_terngrad_version_4_records_count_where_the_shared_clip_changes_nothing():
+    assert TernGrad.computes_as(4, 2, {"scaler": "max", "scaler_sharing": True, "clip": 2.5})
+    assert TernGrad.computes_as(4, 1, {"scaler": "std", "scaler_sharing": True, "clip": 2.5})
+    assert TernGrad.computes_as(4, 4, {"scaler": "std", "scaler_sharing": True, "clip": 0})
+    assert not TernGrad.computes_as(4, 2, {"scaler": "std", "scaler_sharing": True, "clip": 2.5})
+    assert not TernGrad.computes_as(3, 2, {"scaler": "max"})

@@ -120,3 +120,32 @@ def test_powersgd_bytes_by_hand():
 def test_powersgd_refuses_torchs_invalid_start():
     with pytest.raises(ValueError, match="start_iter must be > 1"):
         PowerSGDParams(start_iter=1)
+
+
+def test_a_short_powersgd_run_compresses_by_default_and_one_that_never_does_says_so(tmp_path):
+    """torch's 1,000 plain steps would make a 60-step PowerSGD run the baseline under another name: by default it
+    compresses from a tenth of the run (step 6), and sends fewer bytes than the baseline; a start_iter the run
+    never reaches is named in the dry run and in the run's summary line."""
+    import json
+
+    from ..conftest import commbench
+
+    common = ["--task", "lenet-mnist", "--dataset", "fashion-mnist", "--workers", "2", "--backend", "sim",
+              "--steps", "60", "--results", str(tmp_path), "--set", "eval.every=60"]
+    sent = {}
+    for method in ("baseline", "powersgd"):
+        done = commbench("run", "--method", method, *common)
+        assert done.returncode == 0, done.stderr
+        assert "never compresses" not in done.stdout
+        [path] = [p for p in (tmp_path / "runs").glob(f"*_{method}_*.json")]
+        record = json.loads(path.read_text())
+        sent[method] = record["metrics"]["bytes_sent"]
+        if method == "powersgd":
+            assert record["config"]["method_params"]["start_iter"] == 6
+            assert record["config"]["sources"]["method.start_iter"].startswith("powersgd default: min(1000")
+    assert sent["powersgd"] < sent["baseline"] / 2
+    idle = ["--method", "powersgd", *common, "--set", "method.start_iter=1000"]
+    dry = commbench("run", *idle, "--dry-run")
+    assert "note: powersgd never compresses: start_iter 1000 >= 60 steps" in dry.stdout
+    ran = commbench("run", *idle)
+    assert ran.returncode == 0 and "note: powersgd never compresses" in ran.stdout

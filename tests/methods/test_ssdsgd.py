@@ -68,12 +68,35 @@ def one_worker_method(params: SSDSGDParams, weights: dict, weight_decay: dict, m
     return SSDSGD(comm, [worker], params, weight_decay), worker
 
 
+@pytest.mark.parametrize("rule", ["glu", "glu_code", "sgd", "dcasgd"])
+def test_the_code_scale_moves_the_local_gradient_term_by_exactly_one_over_w(rule):
+    """MXNet's rescale_grad: with 4 workers, the gradient term of every local rule moves w' by exactly a quarter
+    of what the paper's unscaled reading moves it (first update: grad_sync and the DC-ASGD-a compensation are 0;
+    no weight decay)."""
+    moved = {}
+    for scale in ("code", "paper"):
+        comm = SimCommunicator(4, num_servers=1)
+        ws = []
+        for rank in range(4):
+            tensors = {"w": torch.nn.Parameter(torch.tensor([1.0, -2.0, 0.5]))}
+            ws.append(Worker(rank, tensors, torch.optim.SGD(tensors.values(), lr=0.0, momentum=0.9)))
+        method = SSDSGD(comm, ws, SSDSGDParams(k=1, warmup=0, local_rule=rule, local_grad_scale=scale), {})
+        w = {"w": torch.tensor([1.0, -2.0, 0.5])}
+        method.local_update(0, w, {"w": torch.tensor([0.5, 0.25, -1.0])}, lr=0.125)
+        moved[scale] = torch.tensor([1.0, -2.0, 0.5]) - w["w"]
+    if rule == "dcasgd":  # its mean square sees the scaled gradient too: the step is 1/W of the gradient term only
+        assert torch.allclose(moved["code"] * 4, moved["paper"], rtol=1e-6)
+    else:
+        assert torch.equal(moved["code"] * 4, moved["paper"])
+
+
 def test_glu_update_matches_a_hand_computed_example():
     # w' = [1, 2], pre_weight = [1.5, 1], m = 0.9, lr = 0.1, k = 2:
     #   grad_sync = (pre - w')(1 - m)/(lr k) = [0.5, -1] * 0.5 = [0.25, -0.5]
     # g = [0.2, -0.4], wd = 0.1, alpha 2, beta 0.5, loc_lr = 4 lr = 0.4:
     #   w' - 0.4 (2g + wd w' + 0.5 grad_sync) = [1, 2] - 0.4 [0.625, -0.85] = [0.75, 2.34]
-    method, worker = one_worker_method(SSDSGDParams(k=2, warmup=1), {"w": torch.tensor([1.0, 2.0])}, {"w": 0.1})
+    method, worker = one_worker_method(SSDSGDParams(k=2, warmup=1, local_rule="glu", local_grad_scale="paper"),
+                                       {"w": torch.tensor([1.0, 2.0])}, {"w": 0.1})
     state = method.local[0]
     state.previous = {"w": torch.tensor([1.5, 1.0])}
     state.updates = 2  # a multiple of k: Algorithm 2 refreshes pre_weight to w' after computing grad_sync
@@ -84,7 +107,8 @@ def test_glu_update_matches_a_hand_computed_example():
 
 
 def test_glu_keeps_pre_weight_between_refreshes_and_starts_it_at_w():
-    method, worker = one_worker_method(SSDSGDParams(k=2, warmup=1), {"w": torch.tensor([1.0, 2.0])}, {})
+    method, worker = one_worker_method(SSDSGDParams(k=2, warmup=1, local_rule="glu", local_grad_scale="paper"),
+                                       {"w": torch.tensor([1.0, 2.0])}, {})
     method.local_update(0, worker.params, {"w": torch.tensor([1.0, 1.0])}, lr=0.1)  # first update: grad_sync = 0
     assert torch.allclose(worker.params["w"].detach(), torch.tensor([1.0 - 0.8, 2.0 - 0.8]))
     assert torch.equal(method.local[0].previous["w"], torch.tensor([1.0, 2.0]))  # not refreshed (updates = 0)
@@ -252,13 +276,16 @@ def test_delay_changes_the_run(data_root, tmp_path, settings):
 
 
 def test_the_method_version_enters_the_run_id():
-    """SSD-SGD's computation changed (version 2): its runs must not match version-1 records as done."""
+    """SSD-SGD's computation changed (version 3: the authors' local scale and rule, the local model scored):
+    its runs must not match older records as done, and those records count in no table."""
     from commbench.config import run_id_of
 
     cfg = resolve({"task": "lenet-mnist", "method": "ssdsgd", "dataset": "fashion-mnist"})
-    assert cfg.method_version == SSDSGD.version == 2
-    as_v1 = {**cfg.to_dict(), "method_version": 1}
-    assert run_id_of(as_v1) != cfg.run_id
+    assert cfg.method_version == SSDSGD.version == 3
+    assert (cfg.method_params["local_rule"], cfg.method_params["local_grad_scale"]) == ("glu_code", "code")
+    for older in (1, 2):
+        assert run_id_of({**cfg.to_dict(), "method_version": older}) != cfg.run_id
+        assert not SSDSGD.computes_as(older, 4, cfg.method_params)
     # a method still at version 1 keeps the id it had before versions existed
     base = resolve({"task": "lenet-mnist", "method": "baseline", "dataset": "fashion-mnist"})
     assert base.run_id == run_id_of({k: v for k, v in base.to_dict().items() if k != "method_version"})

@@ -27,6 +27,13 @@ def grid_runs() -> dict[str, str]:
     return out
 
 
+def older_version(record: dict) -> bool:
+    from commbench.methods import METHODS
+
+    method = METHODS.get(record["config"].get("method"))
+    return method is not None and record["config"].get("method_version", 1) < method.version
+
+
 def test_there_are_campaign_records():
     assert len(RECORDS) > 0
 
@@ -35,7 +42,10 @@ def test_there_are_campaign_records():
 def test_each_record_is_a_finished_run_of_a_campaign_grid_from_clean_code(path, grid_runs):
     record = json.loads(path.read_text())
     assert record["run_id"] == path.stem
-    assert record["run_id"] in grid_runs, "not a run of any bench/grids/campaign grid"
+    # a run of an older version of its method stays until its grid runs the current version (the method's
+    # version is in the run id, so the grid now names another run); the paper tables count it only where the
+    # method says it computes the same (computes_as)
+    assert record["run_id"] in grid_runs or older_version(record), "not a run of any bench/grids/campaign grid"
     assert record["status"] in ("done", "diverged"), record.get("error")
     assert record["env"]["git_dirty"] is False and len(record["env"]["git_sha"]) == 40
 

@@ -38,6 +38,9 @@ FLAGS: dict[str, dict[str, Callable[[dict], bool]]] = {
                  "global-scaler": lambda p: p.get("layerwise") is False},
 }
 LOCAL_RULES = {"glu": "glu", "local-sgd": "sgd", "sgd": "sgd", "no-local": "none", "dcasgd": "dcasgd"}
+# the paper's GLU as its text states it (Eq. 8) and as the authors' CIFAR-10 code runs it (COSDCASGD): a row of
+# GLU takes either, the authors' first (what the paper's experiments ran), and names the text's where it is used
+RULE_FORMS = {"glu": ("glu_code", "glu")}
 # the parts of a configuration that must agree between a run and the baseline run it is compared with
 PAIR_KEYS = ("task", "dataset", "workers", "backend", "tier", "steps", "seed", "global_batch", "recipe", "net",
              "node_link")
@@ -162,7 +165,7 @@ def matches(record: dict, ref: Reference, want: dict, method: str | None = None,
                     return False
             if method == "ssdsgd":
                 rule = next((LOCAL_RULES[v] for v in ref.variants if v in LOCAL_RULES), "glu")
-                if params.get("local_rule") != rule:
+                if params.get("local_rule") not in RULE_FORMS.get(rule, (rule,)):
                     return False
     allowed = _optimizers(ref)
     if allowed and (cfg.get("optimizer") or {}).get("name") not in allowed:
@@ -175,6 +178,15 @@ def _optimizers(ref: Reference) -> set[str]:
     if ref.optimizer:
         return {OPTIMIZERS.get(ref.optimizer, ref.optimizer)}
     return {OPTIMIZERS[w] for v in ref.variants for w in v.split("+") if w in ("momentum", "vanilla")}
+
+
+def as_the_authors_ran(record: dict) -> bool:
+    """SSD-SGD as the paper's experiments ran it: the authors' COSDCASGD at MXNet's local gradient scale (not
+    the paper text's Eq. 8, unscaled). True for every other method."""
+    if record["config"].get("method") != "ssdsgd":
+        return True
+    params = _params(record)
+    return params.get("local_rule") != "glu" and params.get("local_grad_scale", "paper") == "code"
 
 
 def _link_bits(record: dict) -> float:
@@ -193,7 +205,7 @@ def closeness(group: list[dict], ref: Reference, want: dict) -> tuple:
     speed = (-_link_bits(group[0]), cfg.get("workers") or 0) if ref.metric in SPEED_METRICS else ()
     partnered = any(_pair_key(r, False) in want.get("partners", ()) for r in group)
     return speed + (cfg.get("task") == ref.task, not data.get("synthetic"), cfg.get("dataset") == ref.dataset,
-            partnered,
+            partnered, as_the_authors_ran(group[0]),
             want["global_batch"] is None or cfg.get("global_batch") == want["global_batch"],
             ref.batch_per_worker is None or cfg.get("batch_per_worker") == ref.batch_per_worker,
             cfg.get("steps") or 0, cfg.get("backend") == "dist", len(group))
@@ -262,6 +274,11 @@ def markers(records: list[dict], ref: Reference, analogue: Analogue | None) -> l
             add(f"fewer workers: {cfg.get('workers')} of {ref.workers}")
         if cfg.get("backend") == "sim":
             add("simulated workers")
+        if cfg.get("method") == "ssdsgd" and _params(r).get("local_rule") == "glu":
+            add("local rule: GLU as the paper's Eq. 8 states it (the authors' code runs COSDCASGD, glu_code)")
+        if cfg.get("method") == "ssdsgd" and _params(r).get("local_grad_scale", "paper") == "paper" and \
+                _params(r).get("local_rule") != "none":
+            add("local gradient unscaled, as the paper's text (the authors' code: 1/workers, MXNet's rescale_grad)")
         warmup = _params(r).get("warmup")
         if ref.warmup_steps is not None and warmup is not None and warmup != ref.warmup_steps:
             add(f"warm-up {warmup} for {ref.warmup_steps}")
@@ -319,7 +336,7 @@ PAIRED: dict[str, Callable[[dict, dict], float | None]] = {
 # same method and setting (TernGrad without vs with clipping; SSD-SGD's local SGD vs GLU or DC-ASGD-a)
 SIBLING: dict[str, tuple[str, Callable[[object], bool]]] = {
     "top1_loss_vs_clipped": ("clip", lambda v: v not in (None, 0)),
-    "top1_loss_vs_glu": ("local_rule", lambda v: v == "glu"),
+    "top1_loss_vs_glu": ("local_rule", lambda v: v in RULE_FORMS["glu"]),
     "top1_loss_vs_dcasgd": ("local_rule", lambda v: v == "dcasgd"),
     # SSD-SGD Figure 4: a warm-up of 200 iterations against one of 100 (99 where k needs (1 + warm-up) % k == 0)
     "top1_gain_vs_warmup_100": ("warmup", lambda v: v in (99, 100)),
@@ -694,7 +711,8 @@ def reproduce(ref: Reference, records: list[dict], analogues: list[Analogue],
     if metric == "gradient_zero_fraction" and pairs:
         extra.append("in the largest ternarized tensor (AlexNet's fc6 is its largest)")
     if modelled and pairs:
-        extra.insert(0, "measured on the emulated network, where the paper's value is modelled")
+        extra.insert(0, "measured on the emulated network, where the paper's value is its performance model's "
+                        "output (the row says for which cluster)")
     cell.markers = markers([r for _, r in pairs], ref, analogue) + extra
     if metric in ("top1", "top5") and ref.method != "baseline" and pairs:
         gap_partner: dict[str, dict] = {}
@@ -778,7 +796,8 @@ def _declared_links(cell: Cell, paired: list[tuple[float, dict]], declared) -> t
     the most launches); the first declared link that has any fills the row's value, the verdict reads them all."""
     by_link: dict[str, list] = defaultdict(list)
     for v, r in paired:
-        if r["config"].get("workers") == declared.workers and link_of(r) in declared.links:
+        if r["config"].get("workers") == declared.workers and link_of(r) in declared.links and \
+                (declared.topology is None or _params(r).get("topology") == declared.topology):
             by_link[link_of(r)].append((v, r))
     for link in declared.links:
         if by_link.get(link):
@@ -787,7 +806,8 @@ def _declared_links(cell: Cell, paired: list[tuple[float, dict]], declared) -> t
                 settings[setting_of(r)].append((v, r))
             cell.links[link] = max(settings.values(), key=len)
     if not cell.links:
-        cell.why_missing = (f"no measurement of {declared.workers} workers on the declared links "
+        on = f" on the {declared.topology} topology" if declared.topology else ""
+        cell.why_missing = (f"no measurement of {declared.workers} workers{on} on the declared links "
                             f"({', '.join(declared.links)}; bench/grids/campaign/{declared.grid}.yaml)")
         return [], []
     return next(cell.links[link] for link in declared.links if link in cell.links), []
