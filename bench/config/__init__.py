@@ -147,6 +147,7 @@ MAX_STEPS = 10 ** 9  # more iterations than any paper trains (TernGrad's longest
 MAX_WORKERS = 4096
 OPTIMIZERS = ("sgd", "momentum", "adam")
 TIERS = ("paper", "cpu", "smoke")
+PRECISIONS = ("fp32", "bf16-autocast")
 
 _NO_IMPLICIT = object()
 
@@ -247,6 +248,11 @@ SETTINGS: tuple[Setting, ...] = (
                              "exchange starts while backward runs"), implicit="after-backward"),
     Setting("bucket_mb", _float(0.001, 100_000),
             Cited(25.0, "torch DistributedDataParallel default bucket_cap_mb=25 (first bucket 1 MiB)"), implicit=25.0),
+    # forward and backward in bfloat16 under autocast (channels_last for convolutional models); weights, the
+    # optimizer and every byte on the wire stay fp32. A departure from the papers' precision: in the run id.
+    Setting("precision", _choice(*PRECISIONS), Cited("fp32", "harness default: full precision, as the papers trained"),
+            implicit="fp32", flag={"choices": list(PRECISIONS), "help": "fp32 (default) or bf16-autocast: forward "
+                                   "and backward in bfloat16, weights and wire in fp32"}),
 )
 SETTING = {s.key: s for s in SETTINGS}
 
@@ -323,6 +329,8 @@ class RunConfig:
     # "after-backward" (the whole gradient after backward: every record made before the switch existed).
     exchange: str = "after-backward"
     bucket_mb: float = 25.0
+    # forward and backward under bfloat16 autocast ("bf16-autocast") or not ("fp32": every record before it existed)
+    precision: str = "fp32"
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -511,6 +519,7 @@ def resolve(settings: Mapping[str, Any]) -> RunConfig:
         node_link=values.get("node_link"),
         model_options=_model_options(values),
         method_version=METHODS[method].version, exchange=exchange, bucket_mb=values["bucket_mb"],
+        precision=values["precision"],
     )
 
 

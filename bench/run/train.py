@@ -28,6 +28,7 @@ from commbench.tasks import TASKS
 from commbench.run.checkpoint import Checkpoints, capture_rng, restore_rng
 from commbench.config import RunConfig
 from commbench.run.optim import EMA, lr_at, make_optimizer
+from commbench.run.precision import compute_context, for_methods, uses_channels_last
 from commbench.store.correctness import pack_correct
 from commbench.store.records import Status
 
@@ -209,7 +210,7 @@ class Exchange:
 
     def _launch(self, index: int) -> None:
         names = self.layout[index]
-        grads = {n: self.worker.params[n].grad for n in names}
+        grads = {n: for_methods(self.worker.params[n].grad) for n in names}
         self.pending.append(self.method.begin_bucket(names, [grads], self.step))
 
     def start(self, step: int) -> None:
@@ -259,7 +260,10 @@ class Trainer:
         torch.manual_seed(cfg.seed)
         template = task.make_model(cfg.model_variant, self.data.num_classes, self.data.input_shape[0],
                                    cfg.model_options)
+        self.channels_last = uses_channels_last(template, cfg.precision)
         self.models = [copy.deepcopy(template).to(device).train() for _ in comm.local_ranks]
+        if self.channels_last:  # the layout bfloat16 convolutions want; the methods still see standard gradients
+            self.models = [m.to(memory_format=torch.channels_last) for m in self.models]
         self.workers = [Worker(rank, dict(m.named_parameters()), make_optimizer(cfg.optimizer, m.parameters()),
                                seed=derive_seed(cfg.seed, rank, 2))
                         for rank, m in zip(comm.local_ranks, self.models)]
@@ -340,18 +344,21 @@ class Trainer:
         for worker, model in zip(self.workers, self.models):
             x, y = next(self.streams[worker.rank])
             x, y = x.to(self.device, non_blocking=True), y.to(self.device, non_blocking=True)
+            if self.channels_last and x.dim() == 4:
+                x = x.contiguous(memory_format=torch.channels_last)
             if self.swap_rng:
                 self.set_rng(self.rng_states[worker.rank])
             t_compute, exchanged = time.perf_counter(), sum(method.times.values())
             model.zero_grad(set_to_none=True)
-            loss = F.cross_entropy(model(x), y)
+            with compute_context(self.device, self.cfg.precision):
+                loss = F.cross_entropy(model(x), y)
             loss.backward()
             # forward+backward, less what the exchange did inside backward's hooks (counted in its phases)
             inside = sum(method.times.values()) - exchanged
             loop.times["compute"] = loop.times.get("compute", 0.0) + time.perf_counter() - t_compute - inside
             if self.swap_rng:
                 self.rng_states[worker.rank] = self.get_rng()
-            grads.append({n: p.grad for n, p in worker.params.items()})
+            grads.append({n: for_methods(p.grad) for n, p in worker.params.items()})
             self.loss_sum += loss.detach()
             loop.loss_count += 1
         return grads

@@ -120,6 +120,8 @@ def condition_markers(config: dict, ref: Reference) -> list[str]:
         out.append(f"batch {config.get('global_batch')} for {paper.global_batch}")
     if (config.get("weight_decay") or 0.0) != paper.weight_decay:
         out.append(f"weight decay {config.get('weight_decay') or 0:g} for {paper.weight_decay:g}")
+    if config.get("precision", "fp32") != "fp32":
+        out.append(f"precision: {config['precision']} for the paper's fp32")
     run_ema, paper_ema = config.get("ema") or 0.0, paper.ema
     if run_ema != paper_ema:
         run_eval = f"a {run_ema:g} moving average" if run_ema else "the raw weights"
