@@ -91,6 +91,16 @@ def build_parser() -> Parser:
                        help="time to accuracy: seconds until a run first reaches this top-1 (a fraction, e.g. 0.85); "
                             "default: the setting's baseline's final top-1 minus 0.005")
 
+    compare = sub.add_parser("compare", help="is one value of a setting the same experiment as another? (runs "
+                                             "paired by seed, image by image)")
+    results_option(compare, alias=False)
+    compare.add_argument("--factor", required=True, metavar="FIELD",
+                         help="the configuration field the runs differ in (e.g. precision)")
+    compare.add_argument("--reference", required=True, metavar="VALUE", help="its value to compare against (fp32)")
+    compare.add_argument("--margin", type=float, default=0.5, metavar="POINTS",
+                         help="equivalent within +-this many points of top-1 (default: %(default)s)")
+    compare.add_argument("--format", choices=["md", "csv"], default="md")
+
     plot = sub.add_parser("plot", help="figures from the stored records (PNG and PDF)")
     results_option(plot, alias=False, papers=True)
     plot.add_argument("--out", help="folder for the figures (default: RESULTS/figures)")
@@ -396,6 +406,28 @@ def cmd_table(args) -> int:
     return 0
 
 
+def cmd_compare(args) -> int:
+    import math
+
+    import pandas as pd
+
+    from commbench.analysis.equivalence import compare
+    from commbench.store.records import iter_records
+
+    if not Path(args.results).is_dir():
+        raise ConfigError(f"--results {args.results}: no such folder")
+    if not math.isfinite(args.margin) or args.margin <= 0:
+        raise ConfigError(f"--margin {args.margin}: a positive number of points")
+    rows = [c.row() for c in compare(list(iter_records(Path(args.results))), args.factor, args.reference,
+                                     args.margin)]
+    if not rows:
+        raise ConfigError(f"--factor {args.factor}: no runs under {args.results} pair by seed with a run at "
+                          f"{args.factor} = {args.reference} (and otherwise the same setting)")
+    frame = pd.DataFrame(rows)
+    sys.stdout.write(frame.to_csv(index=False) if args.format == "csv" else frame.to_markdown(index=False) + "\n")
+    return 0
+
+
 def cmd_plot(args) -> int:
     from commbench.analysis.plots import plot_all
 
@@ -474,7 +506,8 @@ def cmd_list(args) -> int:
     return 0
 
 
-COMMANDS = {"run": cmd_run, "sweep": cmd_sweep, "status": cmd_status, "table": cmd_table, "plot": cmd_plot,
+COMMANDS = {"run": cmd_run, "sweep": cmd_sweep, "status": cmd_status, "table": cmd_table, "compare": cmd_compare,
+            "plot": cmd_plot,
             "report": cmd_report, "model": model_command.run, "data": cmd_data, "list": cmd_list}
 
 
