@@ -27,6 +27,10 @@ class Worker:
     params: dict[str, torch.Tensor]
     optimizer: torch.optim.Optimizer
     seed: int = 0  # this worker's own seed for a method's randomness (the harness mixes in the rank)
+    # Simulated workers of a method whose replicas agree (:meth:`Method.replicas_agree`) hold one set of
+    # parameters and one optimizer: this worker's are those of local worker ``shares`` (a rank), identical by
+    # construction, so the method updates them once, through that worker. None: its own.
+    shares: int | None = None
 
 
 @dataclass(frozen=True)
@@ -72,6 +76,14 @@ class Method(ABC):
         what the current version computes (so it still counts in the tables). A method whose change leaves some
         configurations untouched says which."""
         return version == cls.version
+
+    @classmethod
+    def replicas_agree(cls, params) -> bool:
+        """True when every worker applies the same update from the same weights (a synchronous exchange: each
+        worker's update is the same function of all the workers' gradients), so that simulated workers can hold
+        one set of parameters and one optimizer state. Per-worker method state (residuals, error feedback) and
+        per-worker buffers (BatchNorm statistics) stay per worker either way."""
+        return False
 
     @classmethod
     def run_defaults(cls, steps: int) -> dict[str, tuple[object, str]]:
@@ -145,7 +157,8 @@ class Method(ABC):
                     mean.update(self.unflatten(mean_of(total, len(summed) == 1), g, names))
         with self.timed("update"):
             for worker, mean in zip(self.workers, means):
-                self.apply_update(worker, self.add_weight_decay(worker, mean, in_place=True), lr)
+                if worker.shares is None:  # a worker that shares another's parameters was updated with them
+                    self.apply_update(worker, self.add_weight_decay(worker, mean, in_place=True), lr)
 
     # -- where the time goes -----------------------------------------------------------------------------
     def timed(self, phase: str):
@@ -170,7 +183,10 @@ class Method(ABC):
 
     @staticmethod
     def apply_update(worker: Worker, grads: Mapping[str, torch.Tensor], lr: float) -> None:
-        """Hand the final gradient to the worker's optimizer at learning rate ``lr``."""
+        """Hand the final gradient to the worker's optimizer at learning rate ``lr``; nothing for a worker that
+        shares another's parameters and optimizer (that worker's update is its own)."""
+        if worker.shares is not None:
+            return
         for name, p in worker.params.items():
             p.grad = grads[name]
         for group in worker.optimizer.param_groups:

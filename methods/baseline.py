@@ -31,6 +31,10 @@ class Baseline(Method):
     summary = "synchronous fp32 SGD: mean of worker gradients by one allreduce (or a parameter server) per step"
     Params = BaselineParams
 
+    @classmethod
+    def replicas_agree(cls, params) -> bool:
+        return True  # every worker applies the same exchanged update
+
     def __init__(self, comm, workers, params, weight_decay, **kwargs):
         super().__init__(comm, workers, params, weight_decay, **kwargs)
         self.ps = None

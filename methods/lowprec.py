@@ -18,6 +18,10 @@ class HalfPrecision(Method):
     Params = NoParams
 
     @classmethod
+    def replicas_agree(cls, params) -> bool:
+        return True  # every worker applies the same exchanged update
+
+    @classmethod
     def can_bucket(cls, params) -> bool:
         return True
 

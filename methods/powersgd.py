@@ -72,6 +72,10 @@ class PowerSGD(Method):
     summary = "PowerSGD: rank-r approximation of each gradient matrix, error feedback, warm start (torch's hook)"
     Params = PowerSGDParams
 
+    @classmethod
+    def replicas_agree(cls, params) -> bool:
+        return True  # every worker applies the same exchanged update
+
     def __init__(self, comm, workers, params, weight_decay, **kwargs):
         super().__init__(comm, workers, params, weight_decay, **kwargs)
         self.state = {w.rank: WorkerState(np.random.RandomState(params.random_seed)) for w in self.workers}

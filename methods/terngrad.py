@@ -120,6 +120,10 @@ class TernGrad(Method):
     extra_metrics = ("zero_trits_largest", "trits_largest")
 
     @classmethod
+    def replicas_agree(cls, params) -> bool:
+        return True  # every worker applies the same exchanged update
+
+    @classmethod
     def can_bucket(cls, params) -> bool:
         return params.layerwise and params.topology == "allgather"
 

@@ -59,6 +59,10 @@ class Threshold(Method):
     Params = ThresholdParams
     extra_metrics = ("paper_bytes",)
 
+    @classmethod
+    def replicas_agree(cls, params) -> bool:
+        return True  # every worker applies the same exchanged update
+
     def __init__(self, comm, workers, params, weight_decay, **kwargs):
         super().__init__(comm, workers, params, weight_decay, **kwargs)
         self.numel = sum(p.numel() for p in self.workers[0].params.values())

@@ -137,6 +137,14 @@ def evaluate(model: torch.nn.Module, data, batch_size: int,
     return int(hits.sum()) / total, (top5 / total if data.num_classes >= 5 else None), hits
 
 
+def share_parameters(owner: torch.nn.Module, replica: torch.nn.Module) -> None:
+    """Make ``replica`` (a copy of ``owner``) use ``owner``'s parameter tensors; its buffers stay its own."""
+    for mine, theirs in zip(replica.modules(), owner.modules()):
+        for name in list(mine._parameters):
+            if mine._parameters[name] is not None:
+                mine._parameters[name] = theirs._parameters[name]
+
+
 @torch.no_grad()
 def recompute_batch_norm(model: torch.nn.Module, batches, device: torch.device) -> None:
     """BatchNorm's running statistics for ``model``'s weights: reset, then the cumulative average over
@@ -264,10 +272,19 @@ class Trainer:
         self.models = [copy.deepcopy(template).to(device).train() for _ in comm.local_ranks]
         if self.channels_last:  # the layout bfloat16 convolutions want; the methods still see standard gradients
             self.models = [m.to(memory_format=torch.channels_last) for m in self.models]
-        self.workers = [Worker(rank, dict(m.named_parameters()), make_optimizer(cfg.optimizer, m.parameters()),
-                               seed=derive_seed(cfg.seed, rank, 2))
-                        for rank, m in zip(comm.local_ranks, self.models)]
         self.method_cls = METHODS[cfg.method]
+        # Simulated workers of a synchronous method hold one set of parameters and one optimizer (their values
+        # agree by construction); each keeps its own buffers (BatchNorm statistics) and its own gradients.
+        self.shared = len(self.models) > 1 and self.method_cls.replicas_agree(self.method_cls.Params(**cfg.method_params))
+        if self.shared:
+            for model in self.models[1:]:
+                share_parameters(self.models[0], model)
+        optimizers = [make_optimizer(cfg.optimizer, m.parameters()) for m in (self.models[:1] if self.shared
+                                                                              else self.models)]
+        self.workers = [Worker(rank, dict(m.named_parameters()), optimizers[0 if self.shared else i],
+                               seed=derive_seed(cfg.seed, rank, 2),
+                               shares=comm.local_ranks[0] if self.shared and i else None)
+                        for i, (rank, m) in enumerate(zip(comm.local_ranks, self.models))]
         self.method = self.method_cls(comm, self.workers, self.method_cls.Params(**cfg.method_params),
                                       task.weight_decay_map(template, cfg.weight_decay), ema=cfg.ema)
         self.grad_elements = sum(p.numel() for p in template.parameters())
