@@ -25,7 +25,7 @@ import torch
 
 from .base import Method
 from .codecs import sparse
-from .codecs.fused_threshold import select_into
+from .codecs.fused_threshold import add_into, encode_into, select  # noqa: F401 (select: the torch reference)
 
 
 @dataclass(frozen=True)
@@ -35,23 +35,6 @@ class ThresholdParams:
     def __post_init__(self):
         if not self.threshold > 0:
             raise ValueError(f"threshold must be > 0, got {self.threshold}")
-
-
-def select(kind: str, acc: torch.Tensor, threshold: float) -> tuple[sparse.Sent, torch.Tensor]:
-    """Apply the rule to an accumulated float64 vector. Returns what is sent and, per sent element, the
-    float64 value of the float32 number receivers will add (so the caller can subtract it exactly)."""
-    t32 = float(torch.tensor(threshold, dtype=torch.float32))
-    mask = acc.abs() >= t32
-    indices = mask.nonzero().squeeze(1)
-    picked = acc[indices]
-    if kind == "wgt":
-        sent = sparse.Sent(indices, values=picked.to(torch.float32), mask=mask)
-    else:
-        negative = picked < 0
-        sent = sparse.Sent(indices, negative=negative, mask=mask)
-        if kind == "qgt":
-            sent.multiples = torch.floor(picked.abs() / t32).clamp_(max=255).to(torch.uint8)
-    return sent, sparse.values_of(kind, sent, threshold).double()
 
 
 class Threshold(Method):
@@ -114,15 +97,15 @@ class Threshold(Method):
     def _encode(self, rank: int, acc: torch.Tensor, contribution: torch.Tensor, numel: int) -> torch.Tensor:
         """Accumulate into ``acc`` (float64, in place), select, keep the rest (one fused pass, the same numbers as
         :func:`select`); return the wire payload."""
-        sent = select_into(self.kind, acc, contribution.contiguous(), self.params.threshold)
-        self.comm.ledger.add_extra("paper_bytes", rank, sparse.paper_bytes(self.kind, sent.indices.numel()))
-        return sparse.encode(self.kind, sent, numel)
+        payload, sent = encode_into(self.kind, acc, contribution.contiguous(), self.params.threshold)
+        self.comm.ledger.add_extra("paper_bytes", rank, sparse.paper_bytes(self.kind, sent))
+        return payload.to(acc.device)
 
     def _aggregate(self, payloads: list[torch.Tensor], numel: int) -> torch.Tensor:
         """Sum of every worker's sent values, in rank order (float32, dense)."""
         total = torch.zeros(numel, dtype=torch.float32, device=self.device)
         for payload in payloads:
-            sparse.add_into(self.kind, payload, numel, self.params.threshold, total)
+            add_into(self.kind, payload, numel, self.params.threshold, total)
         return total
 
     def step(self, grads, lr, step):

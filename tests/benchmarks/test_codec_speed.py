@@ -109,15 +109,15 @@ def test_threshold_wire(benchmark, gradient, kind, threshold):
 @pytest.mark.parametrize("kind", sparse.KINDS)
 @pytest.mark.parametrize("threshold", THRESHOLDS)
 def test_threshold_full(benchmark, gradient, kind, threshold):
-    """The method's path: the fused accumulate-select-subtract pass on the residual, encode, and the receiver's
-    add (the residual restarts from zero each round, so every round selects the same elements)."""
-    from commbench.methods.codecs.fused_threshold import select_into
+    """The method's path: the fused pass (accumulate into the residual, select, subtract, encode), and the
+    receiver's fused add (the residual restarts from zero each round, so every round selects the same elements)."""
+    from commbench.methods.codecs.fused_threshold import add_into, encode_into
 
     acc, total, zero = torch.zeros(N, dtype=torch.float64), torch.zeros(N), torch.zeros(N, dtype=torch.float64)
 
     def full():
         acc.copy_(zero)
-        sent = select_into(kind, acc, gradient, threshold)
-        sparse.add_into(kind, sparse.encode(kind, sent, N), N, threshold, total)
+        payload, _ = encode_into(kind, acc, gradient, threshold)
+        add_into(kind, payload, N, threshold, total)
 
     run(benchmark, f"{kind} T={threshold:g} full", full)

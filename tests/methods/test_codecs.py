@@ -220,20 +220,26 @@ def test_paper_accounting_counts_values_only():
 
 
 @pytest.mark.parametrize("kind", sparse.KINDS)
-@pytest.mark.parametrize("threshold", [1e-5, 1e-3, 3e-3])
-def test_the_fused_threshold_pass_is_select_bit_for_bit(kind, threshold):
-    """One fused pass (accumulate, select, subtract what is sent) against select() and its bookkeeping: the same
-    residual, the same elements, the same payload."""
-    from commbench.methods.codecs.fused_threshold import select_into
+@pytest.mark.parametrize("threshold", [1e-5, 1e-3, 3e-3, 1.0])  # dense to nothing sent: both layouts
+@pytest.mark.parametrize("n", [50_000, 50_003])  # a bitmap whose last byte is partly padding
+def test_the_fused_threshold_codec_is_the_torch_path_bit_for_bit(kind, threshold, n):
+    """The fused pass (accumulate, select, subtract what is sent, encode) against the torch path (select(),
+    its bookkeeping and sparse.encode): the same residual and the same payload bytes; and the fused receiver adds
+    what sparse.add_into adds."""
+    from commbench.methods.codecs.fused_threshold import add_into, encode_into, select_into
 
     g = torch.Generator().manual_seed(5)
-    acc = torch.randn(50_000, generator=g, dtype=torch.float64) * 1e-3
-    contribution = torch.randn(50_000, generator=g) * 1e-3
+    acc = torch.randn(n, generator=g, dtype=torch.float64) * 1e-3
+    contribution = torch.randn(n, generator=g) * 1e-3
     reference = acc.clone()
-    reference += contribution.double()
-    sent, values = select(kind, reference, threshold)
-    reference[sent.indices] -= values
+    sent = select_into(kind, reference, contribution, threshold)
+    expected = sparse.encode(kind, sent, n)
     fused = acc.clone()
-    got = select_into(kind, fused, contribution, threshold)
-    assert torch.equal(fused, reference)
-    assert torch.equal(sparse.encode(kind, got, 50_000), sparse.encode(kind, sent, 50_000))
+    payload, k = encode_into(kind, fused, contribution, threshold)
+    assert torch.equal(fused, reference) and k == sent.indices.numel()
+    assert torch.equal(payload, expected)
+    base = torch.randn(n, generator=g)
+    want, got = base.clone(), base.clone()
+    sparse.add_into(kind, expected, n, threshold, want)
+    add_into(kind, payload, n, threshold, got)
+    assert torch.equal(got, want)
