@@ -24,6 +24,7 @@ from typing import Callable
 
 import pandas as pd
 
+from commbench.store.safe_io import ensure_folder, write_with
 from commbench.store.records import Status, iter_records
 
 THRESHOLD_METHODS = ("wgt", "bgt", "qgt")
@@ -309,7 +310,7 @@ def plot_all(results: Path, out: Path, model: Callable | None = None, formats=("
     written: list[Path] = []
     if frame.empty:
         return written
-    out.mkdir(parents=True, exist_ok=True)
+    ensure_folder(out)
     if (frame["net"] != "").any():
         from commbench.analysis.perfmodel.measured import comparison
 
@@ -337,7 +338,7 @@ def plot_all(results: Path, out: Path, model: Callable | None = None, formats=("
                     path = out / f"{experiment_name(figure, key)}.{fmt}"
                     # no creation date or software version in the files: the same records give the same bytes
                     meta = {"CreationDate": None, "Producer": None} if fmt == "pdf" else {"Software": None}
-                    fig.savefig(path, dpi=120, metadata=meta)
+                    write_with(path, lambda f: fig.savefig(f, format=fmt, dpi=120, metadata=meta))
                     written.append(path)
             plt.close(fig)
     return sorted(written)

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from commbench.store.safe_io import ensure_folder
 from commbench.analysis.papers.reference import PAPERS
 from commbench.analysis.papers.tables import LEGEND, build, layout, rows, sections, totals_line, verdict_counts
 from commbench.analysis.plots import plot_all
@@ -223,7 +224,7 @@ def write_report(results: Path, out: Path, paper: bool = False) -> list[Path]:
     """report.md, report.html and figures/ under ``out``; returns the files written."""
     from commbench.store.records import atomic_write
 
-    out.mkdir(parents=True, exist_ok=True)
+    ensure_folder(out)
     items = blocks(results, out / "figures", paper)
     md, page = out / "report.md", out / "report.html"
     atomic_write(md, to_markdown(items, out))

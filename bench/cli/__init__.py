@@ -9,6 +9,7 @@ from pathlib import Path
 
 from commbench.config import ConfigError, RunConfig, describe, never_acts, parse_set, resolve, run_flags
 from commbench.config.grid import GRIDS_DIR
+from commbench.store.safe_io import UnsafePath
 from commbench.cli import model as model_command
 from commbench.store.records import EXIT_INTERRUPTED, Status
 
@@ -99,7 +100,8 @@ def build_parser() -> Parser:
     compare.add_argument("--reference", required=True, metavar="VALUE", help="its value to compare against (fp32)")
     compare.add_argument("--margin", type=float, default=0.5, metavar="POINTS",
                          help="equivalent within +-this many points of top-1 (default: %(default)s)")
-    compare.add_argument("--format", choices=["md", "csv"], default="md")
+    compare.add_argument("--format", choices=["md", "csv"], default="md",
+                         help="md: a table to read; csv: plain numbers (default: %(default)s)")
 
     plot = sub.add_parser("plot", help="figures from the stored records (PNG and PDF)")
     results_option(plot, alias=False, papers=True)
@@ -515,8 +517,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         return COMMANDS[args.command](args)
-    except ConfigError as exc:
+    except (ConfigError, UnsafePath) as exc:  # bad input, or a path commbench refuses to write through
         raise BadInput(str(exc)) from None
+    except BrokenPipeError:  # `commbench status | head`: the reader has what it wanted
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so that Python's exit flush does not fail again
+        return 0
     except KeyboardInterrupt as exc:  # Ctrl-C; or SIGTERM while an emulated network existed (launch.netns)
         print(f"commbench: {getattr(exc, 'reason', 'interrupted')}", file=sys.stderr)
         return getattr(exc, "exit_code", 130)

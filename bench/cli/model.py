@@ -235,7 +235,6 @@ def emit(text: str, out: str | None) -> None:
     if out:
         from commbench.store.records import atomic_write
 
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
         atomic_write(Path(out), text)
     sys.stdout.write(text)
 

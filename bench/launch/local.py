@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from commbench.store.safe_io import ensure_folder, open_new
 from commbench.config import RunConfig
 from commbench.run.train import Outcome, server_count
 from commbench.methods.comm.dist import free_port
@@ -74,7 +75,8 @@ def launch_local(cfg: RunConfig, log_dir: Path, report: Callable[[int, int, floa
     (:mod:`.netns`), built before they start and torn down after they end, and the outcome's metrics get
     ``wire_bytes_measured`` (what it counts: :meth:`.netns.Network.wire_bytes`)."""
     remove_stale_run_dirs()
-    log_dir.mkdir(parents=True, exist_ok=True)
+    results = log_dir.parent.parent  # ROOT/logs/<run_id>: nothing below ROOT is written through a link
+    ensure_folder(log_dir, results)
     total = cfg.workers + server_count(cfg)
     with contextlib.ExitStack() as stack:
         run = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=RUN_DIR_PREFIX)))
@@ -106,7 +108,7 @@ def launch_local(cfg: RunConfig, log_dir: Path, report: Callable[[int, int, floa
                 log = log_dir / (f"rank{rank}.log" if rank < cfg.workers else f"server{rank - cfg.workers}.log")
                 logs.append(log)
                 command = [sys.executable, "-m", "commbench.run.worker", str(run)]
-                with open(log, "w") as fh:
+                with open_new(log, results) as fh:
                     procs.append(subprocess.Popen(
                         net.exec_prefix(rank) + command if net else command, stdout=fh, stderr=subprocess.STDOUT,
                         env={**base_env, "RANK": str(rank), "LOCAL_RANK": str(rank)}))

@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 from typing import Iterator
 
+from commbench.store.safe_io import UnsafePath, open_lock
+
 
 def start_time(pid: int) -> str | None:
     """The kernel's start time of ``pid`` (field 22 of /proc/PID/stat), to tell a live owner from a reused pid."""
@@ -82,8 +84,9 @@ def claim(folder: Path, name: str) -> Iterator[None]:
     path = folder / f"{name}.lock"
     while True:
         try:
-            folder.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+            fd = open_lock(path, root=folder.parent)  # ROOT/claims: never through a link
+        except UnsafePath:
+            raise
         except OSError:  # a full disk or a read-only folder: the run goes on unclaimed, and its record's write
             fd = None    # will say what is wrong with the folder
         if fd is None:

@@ -10,6 +10,8 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from commbench.store.safe_io import write_text
+
 
 class Progress:
     """``update(done, total, loss)`` from the training loop; ``close()`` at the end."""
@@ -71,13 +73,13 @@ class ProgressFile:
         seconds, steps = now - self._first[0], done - self._first[1]
         state = {"step": done, "steps": self.total, "step_s": seconds / steps if steps > 0 else None,
                  "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        with contextlib.suppress(OSError):  # progress is for people watching: a full disk must not stop the run
-            tmp.write_text(json.dumps(state))
-            os.replace(tmp, self.path)
+        # ROOT/claims/<id>.progress: a random temporary name, never through a link (safe_io); progress is for
+        # people watching, so a full disk or a refused path must not stop the run
+        with contextlib.suppress(OSError):
+            write_text(self.path, json.dumps(state), root=self.path.parent.parent)
 
     def remove(self) -> None:
-        for path in (self.path, self.path.with_name(self.path.name + ".tmp")):
+        for path in (self.path,):
             path.unlink(missing_ok=True)
 
 

@@ -17,6 +17,7 @@ from commbench.launch.owner import Claimed, claim, unwind_on_sigterm
 from commbench.launch.preflight import check_machine
 from commbench.launch.progress import Progress, ProgressFile
 from commbench.store.provenance import collect_env, git_state, now
+from commbench.store.safe_io import write_with
 from commbench.store.records import (EMPTY_METRICS, FINISHED, Status, UnreadableRecord, make_record,
                                      read_or_set_aside, read_record, write_record)
 from commbench.run.train import Outcome, run_rank, server_count, train
@@ -220,8 +221,7 @@ def _store(cfg: RunConfig, out: Path, status: str, error: str | None, outcome: O
         if save_weights and outcome is not None and outcome.weights is not None:
             import torch
 
-            (out / "weights").mkdir(parents=True, exist_ok=True)
-            torch.save(outcome.weights, out / "weights" / f"{cfg.run_id}.pt")
+            write_with(out / "weights" / f"{cfg.run_id}.pt", lambda f: torch.save(outcome.weights, f), root=out)
     except OSError as exc:
         raise RecordNotWritten(f"{cfg.run_id}: {record['status']}, but its record could not be written to {out} "
                                f"({exc.strerror or exc})") from None

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -154,9 +155,10 @@ def submit(runs: list[RunConfig], out: Path, profile: Profile, sweep_name: str) 
 
 
 def setup_lines(code: CodeSnapshot) -> list[str]:
-    """The frozen code comes first on the job's import path, and the job knows its commit."""
-    return [f"export {k}={v}" for k, v in code.environment().items() if k != "PYTHONPATH"] + [
-        f"export PYTHONPATH={code.path}${{PYTHONPATH:+:$PYTHONPATH}}"]
+    """The frozen code comes first on the job's import path, and the job knows its commit. Every value is
+    quoted for the shell: a results folder's path may hold spaces, quotes or ``$(...)``."""
+    return [f"export {k}={shlex.quote(str(v))}" for k, v in code.environment().items() if k != "PYTHONPATH"] + [
+        f"export PYTHONPATH={shlex.quote(str(code.path))}${{PYTHONPATH:+:$PYTHONPATH}}"]
 
 
 def wait(out: Path, run_ids: list[str], poll_s: float = 2.0, show_progress: bool = True) -> int:

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import os
+import secrets
 import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from commbench.store.safe_io import ensure_folder, remove_tree, write_text
 from commbench.store.provenance import SOURCE_ROOT, git_state
 
 PACKAGES = ("bench", "methods", "tasks", "slurm", "pyproject.toml")  # what a copy holds outside git
@@ -86,14 +88,15 @@ def snapshot_code(dest_root: Path, root: Path = SOURCE_ROOT) -> CodeSnapshot:
     name = (f"{sha[:12]}" if sha and not dirty and not new
             else f"{(sha or 'nogit')[:12]}-{digest.hexdigest()[:10]}")
     final = Path(dest_root) / name
-    if not (final / ".complete").exists():
-        tmp = final.with_name(f".{name}.{os.getpid()}.tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
+    results = Path(dest_root).parent.parent  # ROOT/slurm/code: nothing below ROOT is written through a link
+    ensure_folder(Path(dest_root), results)
+    if not (final / ".complete").exists() or final.is_symlink():
+        tmp = final.with_name(f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
         for f in files:
             target = tmp / installed_path(f)
-            target.parent.mkdir(parents=True, exist_ok=True)
+            ensure_folder(target.parent, results)
             shutil.copy2(root / f, target)
-        (tmp / ".complete").write_text(f"{sha or ''} dirty={dirty}\n")
-        shutil.rmtree(final, ignore_errors=True)
+        write_text(tmp / ".complete", f"{sha or ''} dirty={dirty}\n", results)
+        remove_tree(final, results)
         os.replace(tmp, final)
     return CodeSnapshot(final.resolve(), sha, dirty)

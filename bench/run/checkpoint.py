@@ -23,7 +23,6 @@ import os
 import pickle
 import random
 import re
-import shutil
 import signal
 import threading
 from dataclasses import dataclass
@@ -34,10 +33,18 @@ import torch
 
 from commbench.store.provenance import now
 from commbench.store.records import atomic_write
+from commbench.store.safe_io import remove_tree, write_with
 
 STOP_SIGNALS = (signal.SIGUSR1, signal.SIGUSR2)
 FOLDER_NAME = re.compile(r"^step-[0-9]{9}$")
 FILE_NAME = re.compile(r"^(sim|rank[0-9]{1,6})\.pt$")
+
+
+class CheckpointNotWritten(OSError):
+    """A checkpoint that could not be written (a full disk, a refused path); ``str(err)`` says which, and why."""
+
+    def __str__(self) -> str:
+        return self.args[0]
 
 
 class UntrustedCheckpoint(ValueError):
@@ -138,6 +145,11 @@ class Checkpoints:
     def latest_path(self) -> Path:
         return self.directory / "latest.json"
 
+    @property
+    def root(self) -> Path:
+        """The results folder (``ROOT/checkpoints/<run_id>``): below it nothing is written through a link."""
+        return self.directory.parent.parent
+
     def latest(self) -> dict | None:
         try:
             latest = json.loads(self.latest_path.read_text())
@@ -197,25 +209,30 @@ class Checkpoints:
     def save(self, done: int, state: dict, comm, meta: dict | None = None) -> None:
         folder = f"step-{done:09d}"
         path = self.directory / folder / f"{self.key}.pt"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        torch.save(state, tmp)
-        os.replace(tmp, path)
+        try:  # a random temporary name, never through a link, removed whatever fails (safe_io)
+            write_with(path, lambda f: torch.save(state, f), root=self.root)
+        except OSError as exc:
+            raise CheckpointNotWritten(f"checkpoint at step {done} could not be written to {path}: "
+                                       f"{exc.strerror or exc}") from None
         comm.control_sum(torch.zeros(1, dtype=torch.float64))  # every process has written its file
         if not self.writer:
             return
         previous = self.latest() or {}
         files = sorted(p.name for p in path.parent.glob("*.pt"))
-        atomic_write(self.latest_path, json.dumps({
-            "step": done, "folder": folder, "files": files, "saved_at": now(),
-            "requeues": previous.get("requeues", 0), **(meta or {})}, indent=1))
+        try:
+            atomic_write(self.latest_path, json.dumps({
+                "step": done, "folder": folder, "files": files, "saved_at": now(),
+                "requeues": previous.get("requeues", 0), **(meta or {})}, indent=1), root=self.root)
+        except OSError as exc:
+            raise CheckpointNotWritten(f"checkpoint at step {done} could not be written to {self.latest_path}: "
+                                       f"{exc.strerror or exc}") from None
         for old in self.directory.glob("step-*"):
             if old.name != folder:
-                shutil.rmtree(old, ignore_errors=True)
+                remove_tree(old, root=self.root)
 
     def remove(self) -> None:
         """The run ended (done or diverged): its checkpoints are of no more use."""
-        shutil.rmtree(self.directory, ignore_errors=True)
+        remove_tree(self.directory, root=self.root)
 
 
 def count_requeue(directory: Path) -> int:

@@ -11,10 +11,11 @@ import json
 import math
 import os
 import re
-import secrets
 import sys
 from pathlib import Path
 from typing import Any, Callable, Iterator, TypedDict
+
+from commbench.store.safe_io import write_text
 
 SCHEMA_VERSION = 1
 class Status:
@@ -46,19 +47,10 @@ def record_path(out: Path, run_id: str) -> Path:
     return Path(out) / "runs" / f"{run_id}.json"
 
 
-def atomic_write(path: Path, text: str) -> None:
-    """Write to a temporary file in the same folder, then rename: readers never see half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # Not mkstemp: it makes 0600 files, and results are shared; O_EXCL with mode 0o666 lets the umask decide.
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+def atomic_write(path: Path, text: str, root: Path | None = None) -> None:
+    """Write to a random temporary file beside ``path``, then rename: readers never see half a file. Never through
+    a link below ``root`` (a results folder), never over anything but a regular file (store/safe_io.py)."""
+    write_text(Path(path), text, root)
 
 
 class Record(TypedDict):
@@ -95,7 +87,7 @@ def finite(value: Any) -> Any:
 
 def write_record(out: Path, record: dict) -> Path:
     path = record_path(out, check_name("run_id", record["run_id"]))
-    atomic_write(path, json.dumps(finite(record), indent=1, default=str, allow_nan=False) + "\n")
+    atomic_write(path, json.dumps(finite(record), indent=1, default=str, allow_nan=False) + "\n", root=out)
     return path
 
 

@@ -51,3 +51,20 @@ def test_grid_overrides_win_over_the_profile_and_bad_keys_are_named():
         load_profile("example-gpu", {"gpus_per_nod": 8})
     with pytest.raises(ConfigError, match="no such file"):
         load_profile("no-such-cluster")
+
+
+def test_the_setup_lines_quote_a_hostile_results_path(tmp_path):
+    """A results folder whose path holds $(...), a space and a quote: the batch script's setup section, run by
+    the shell, executes nothing and puts exactly that path first on PYTHONPATH."""
+    import subprocess
+
+    from commbench.launch.slurm import setup_lines
+    from commbench.launch.snapshot import CodeSnapshot
+
+    marker = tmp_path / "ran"
+    hostile = tmp_path / f"res $(touch {marker}) it's `touch {marker}`" / "slurm" / "code" / "abc"
+    lines = setup_lines(CodeSnapshot(hostile, "0" * 40, False))
+    script = "\n".join([*lines, 'printf %s "$PYTHONPATH"'])
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0 and not marker.exists()
+    assert done.stdout == str(hostile)

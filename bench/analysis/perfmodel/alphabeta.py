@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Sequence
 
+from commbench.store.safe_io import write_text
 from commbench.config import ConfigError
 
 OPS = ("allreduce", "allgather")
@@ -129,7 +130,7 @@ def _worker(rank: int, world: int, port: int, ops: list[str], sizes: list[int], 
             results[op].append([numel * 4, statistics.median(times)])
     dist.barrier()
     if rank == 0:
-        Path(out_path).write_text(json.dumps(results))
+        write_text(Path(out_path), json.dumps(results))
     dist.destroy_process_group()
 
 
