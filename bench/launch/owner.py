@@ -13,7 +13,9 @@ import time
 from pathlib import Path
 from typing import Iterator
 
+from commbench.store.records import read_small_text
 from commbench.store.safe_io import UnsafePath, open_lock
+from commbench.store.schema import CLAIM, problem
 
 
 def start_time(pid: int) -> str | None:
@@ -69,8 +71,9 @@ def _describe(who: dict) -> str:
 
 def _holder(fd: int) -> str:
     try:
-        return _describe(json.loads(os.pread(fd, 4096, 0) or b"{}"))
-    except ValueError:
+        who = json.loads(os.pread(fd, 4096, 0) or b"{}")
+        return _describe(who if problem(who, CLAIM) is None else {})
+    except (ValueError, RecursionError):
         return _describe({})
 
 
@@ -121,8 +124,10 @@ def holders(folder: Path) -> dict[str, str]:
     out = {}
     for path in sorted(Path(folder).glob("*.lock")) if Path(folder).is_dir() else []:
         try:
-            who = json.loads(path.read_text() or "{}")
-        except (OSError, ValueError):
+            who = json.loads(read_small_text(path, 2 ** 16, ValueError) or "{}")
+        except (ValueError, RecursionError, MemoryError):
+            continue
+        if problem(who, CLAIM) is not None:  # not what a claim holds: nobody's
             continue
         if who.get("pid") and who.get("host") == socket.gethostname() and alive(who["pid"], who.get("pid_started")):
             out[path.stem] = _describe(who)

@@ -10,6 +10,8 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from commbench.store.records import read_small_text
+from commbench.store.schema import PROGRESS, problem
 from commbench.store.safe_io import write_text
 
 
@@ -87,7 +89,7 @@ def read_progress(path: Path) -> dict | None:
     """What a :class:`ProgressFile` last wrote (``step``, ``steps``, ``step_s``: seconds a step, or None), or
     None where there is none or it cannot be read."""
     try:
-        state = json.loads(Path(path).read_text())
-    except (OSError, ValueError):
+        state = json.loads(read_small_text(Path(path), 2 ** 16, ValueError))
+    except (ValueError, RecursionError, MemoryError):
         return None
-    return state if isinstance(state, dict) and isinstance(state.get("step"), int) else None
+    return state if problem(state, PROGRESS) is None and "step" in state and "steps" in state else None

@@ -11,11 +11,13 @@ import json
 import math
 import os
 import re
+import stat
 import sys
 from pathlib import Path
 from typing import Any, Callable, Iterator, TypedDict
 
 from commbench.store.safe_io import write_text
+from commbench.store.schema import record_problem
 
 SCHEMA_VERSION = 1
 class Status:
@@ -121,21 +123,44 @@ def problem(record: Any) -> str | None:
     for key in ("data", "env"):
         if record.get(key) is not None and not isinstance(record[key], dict):
             return f"{key} is not an object"
-    return None
+    return record_problem(record)  # every declared field, by its declared type (store/schema.py)
+
+
+MAX_RECORD_BYTES = 64 * 2 ** 20  # a record is kilobytes (a few hundred with its history): more is not one
+
+
+def read_small_text(path: Path, limit: int, error: type[Exception]) -> str:
+    """The text of ``path`` if it is a regular file of at most ``limit`` bytes; else ``error`` (one line). A
+    FIFO named like a record must not hang a reader, nor a link to /dev/zero exhaust its memory."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise error(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise error(f"{path}: not a regular file")
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise error(f"{path}: larger than {limit // 2 ** 20} MiB, far more than any record")
+    try:
+        return data.decode()
+    except UnicodeDecodeError:
+        raise error(f"{path}: not text (not UTF-8)") from None
 
 
 def load_record(path: Path) -> dict:
     """The record in ``path``; raises :class:`UnreadableRecord` (one line, naming the file) if it is not one."""
+    text = read_small_text(Path(path), MAX_RECORD_BYTES, UnreadableRecord)
     try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise UnreadableRecord(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    except UnicodeDecodeError:
-        raise UnreadableRecord(f"{path}: not text") from None
-    try:
-        record = json.loads(text)
+        # a bare NaN or Infinity (json.dumps writes them unless told not to) reads as null, as the record format
+        # says a non-finite number is written
+        record = json.loads(text, parse_constant=lambda _: None)
     except json.JSONDecodeError as exc:
         raise UnreadableRecord(f"{path}: not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
+    except (RecursionError, ValueError, MemoryError) as exc:  # nesting too deep, a 5,000-digit integer
+        raise UnreadableRecord(f"{path}: not a record ({type(exc).__name__}: "
+                               f"{str(exc).splitlines()[0][:120] if str(exc) else 'too large'})") from None
     why = problem(record)
     if why is not None:
         raise UnreadableRecord(f"{path}: {why}")
