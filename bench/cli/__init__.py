@@ -7,7 +7,8 @@ import os
 import sys
 from pathlib import Path
 
-from commbench.config import ConfigError, RunConfig, describe, never_acts, parse_set, resolve, run_flags
+from commbench.config import (SETTING, ConfigError, RunConfig, ascii_float, ascii_int, describe, never_acts, parse_set, resolve,
+                              run_flags)
 from commbench.config.grid import GRIDS_DIR
 from commbench.store.safe_io import UnsafePath
 from commbench.cli import model as model_command
@@ -70,7 +71,7 @@ def build_parser() -> Parser:
     sweep.add_argument("--only", action="append", default=[], metavar="AXIS=V1,V2",
                        help="run only the runs whose AXIS takes one of these values (a part of a long campaign)")
     sweep.add_argument("--quiet", action="store_true", help="no progress output")
-    sweep.add_argument("--max-runs", type=int, default=None, metavar="N",
+    sweep.add_argument("--max-runs", type=ascii_int, default=None, metavar="N",
                        help="allow a grid of more than 10,000 runs (the product of its axes), up to N")
 
     status = sub.add_parser("status", help="each stored run and its state")
@@ -78,7 +79,7 @@ def build_parser() -> Parser:
     status.add_argument("--grid", help="also list this grid's runs that have no record yet (what is left)")
     status.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="as for sweep")
     status.add_argument("--only", action="append", default=[], metavar="AXIS=V1,V2", help="as for sweep")
-    status.add_argument("--max-runs", type=int, default=None, metavar="N", help="as for sweep")
+    status.add_argument("--max-runs", type=ascii_int, default=None, metavar="N", help="as for sweep")
 
     table = sub.add_parser("table", help="comparison table from the stored records")
     results_option(table, alias=False, papers=True)
@@ -88,7 +89,7 @@ def build_parser() -> Parser:
                        help="md: a table to read; csv, json: plain numbers, units in the column names, top-1 as a "
                             "fraction (default: %(default)s)")
     table.add_argument("--out", help="write the table to this file (default: print it)")
-    table.add_argument("--target", type=float, metavar="TOP1",
+    table.add_argument("--target", type=ascii_float, metavar="TOP1",
                        help="time to accuracy: seconds until a run first reaches this top-1 (a fraction, e.g. 0.85); "
                             "default: the setting's baseline's final top-1 minus 0.005")
 
@@ -98,7 +99,7 @@ def build_parser() -> Parser:
     compare.add_argument("--factor", required=True, metavar="FIELD",
                          help="the configuration field the runs differ in (e.g. precision)")
     compare.add_argument("--reference", required=True, metavar="VALUE", help="its value to compare against (fp32)")
-    compare.add_argument("--margin", type=float, default=0.5, metavar="POINTS",
+    compare.add_argument("--margin", type=ascii_float, default=0.5, metavar="POINTS",
                          help="equivalent within +-this many points of top-1 (default: %(default)s)")
     compare.add_argument("--format", choices=["md", "csv"], default="md",
                          help="md: a table to read; csv: plain numbers (default: %(default)s)")
@@ -387,6 +388,8 @@ def cmd_table(args) -> int:
     if args.out and Path(args.out).is_dir():  # checked first: an hour's table must not fail at its last step
         raise ConfigError(f"--out {args.out}: a folder; --out names the file the table is written to "
                           f"(the records are read from --results)")
+    if args.target is not None and not 0 < args.target <= 1:
+        raise ConfigError(f"--target {args.target}: a top-1 as a fraction, in (0, 1]")
     if args.paper:
         from commbench.analysis.papers.tables import build, render as render_paper, rows
 
@@ -462,6 +465,7 @@ def cmd_data(args) -> int:
     unknown = [n for n in args.names if n not in DATA_SETS]
     if unknown:
         raise ConfigError(f"data set {unknown[0]!r}: not one commbench provisions; one of {', '.join(DATA_SETS)}")
+    SETTING["data_root"].parse("--data-root", args.data_root)  # a folder, not a file or a system one
     missing = 0
     for name in args.names or DATA_SETS:
         if not args.quiet and sys.stderr.isatty():  # decoding cifar10-jpeg the first time takes ~20 s
@@ -523,6 +527,10 @@ def main(argv: list[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # so that Python's exit flush does not fail again
         return 0
+    except OSError as exc:  # a full disk, a read-only folder: one line, exit 1 (the command could not finish)
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"commbench: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt as exc:  # Ctrl-C; or SIGTERM while an emulated network existed (launch.netns)
         print(f"commbench: {getattr(exc, 'reason', 'interrupted')}", file=sys.stderr)
         return getattr(exc, "exit_code", 130)

@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from commbench.config import ascii_float, ascii_int
 from commbench.config import ConfigError, parse_set
 from commbench.analysis.perfmodel import alphabeta
 from commbench.analysis.perfmodel import ssdsgd
@@ -416,12 +417,12 @@ def run_calibrate(args) -> int:
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--task", help=f"task name (default: the record's, else {DEFAULT_TASK})")
     timing = p.add_mutually_exclusive_group()
-    timing.add_argument("--step-time", type=float, metavar="S", help="one worker's compute time per step, seconds")
+    timing.add_argument("--step-time", type=ascii_float, metavar="S", help="one worker's compute time per step, seconds")
     timing.add_argument("--record", metavar="PATH", help="a run record: step time = train_s / steps")
-    p.add_argument("--batch", type=int, metavar="K", help="samples per step (default: the record's per-worker "
+    p.add_argument("--batch", type=ascii_int, metavar="K", help="samples per step (default: the record's per-worker "
                                                          "batch, else the task recipe's)")
     p.add_argument("--network", metavar="RATE", help="network bandwidth, e.g. 1gbit, 100mbit, 10gbit")
-    p.add_argument("--latency-us", type=float, metavar="US", help="network latency, microseconds")
+    p.add_argument("--latency-us", type=ascii_float, metavar="US", help="network latency, microseconds")
     p.add_argument("--calibration", metavar="FILE", help="take latency and bandwidth from an allreduce fit "
                                                          "(commbench model calibrate)")
     p.add_argument("--set", action="append", default=[], metavar="method.KEY=VALUE",
@@ -438,31 +439,31 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     tg = sub.add_parser("terngrad", help="TernGrad's model (supp. Eq. 6-9): throughput per (method, nodes)")
     _common(tg)
     tg.add_argument("--method", default="baseline,terngrad", help="comma-separated methods")
-    tg.add_argument("--gpus-per-node", type=int, default=1, metavar="I",
+    tg.add_argument("--gpus-per-node", type=ascii_int, default=1, metavar="I",
                     help="workers per node, on the fast link (default: %(default)s)")
     tg.add_argument("--nodes", default="1,2,4,8", metavar="J,...", help="node counts to model (default: %(default)s)")
     tg.add_argument("--intra-node", metavar="RATE", help="GPU-GPU bandwidth C_gwd (default PCIe 3.0 x16)")
     tg.add_argument("--cpu-gpu", metavar="RATE", help="CPU-GPU bandwidth C_cwd (default PCIe 3.0 x16)")
     tg.add_argument("--scaling", choices=list(terngrad.SCALINGS), default="weak",
                     help="weak: batch per worker fixed; strong: total batch fixed (default: %(default)s)")
-    tg.add_argument("--fraction-sent", type=float, metavar="F", help="threshold methods: fraction of elements sent")
+    tg.add_argument("--fraction-sent", type=ascii_float, metavar="F", help="threshold methods: fraction of elements sent")
     tg.add_argument("--figure5", action="store_true", help="reproduce Figure 5's setting and the 3.04x check")
-    tg.add_argument("--utilization", type=float, help="--figure5: fraction of GPU peak FLOP/s (default 0.5)")
+    tg.add_argument("--utilization", type=ascii_float, help="--figure5: fraction of GPU peak FLOP/s (default 0.5)")
 
     sd = sub.add_parser("ssdsgd", help="SSD-SGD's model (Eq. 2, 4, 7): iteration time for k delay steps")
     _common(sd)
     sd.add_argument("--k", default="1..5", help="delay steps: 1..5 or 1,2,4")
-    sd.add_argument("--backward-share", type=float, help="T_b / (T_f + T_b) (default: from counted FLOPs)")
+    sd.add_argument("--backward-share", type=ascii_float, help="T_b / (T_f + T_b) (default: from counted FLOPs)")
     for flag, what in (("--tf", "T_f"), ("--tb", "T_b"), ("--tc", "T_c"), ("--hb-last", "h_b^L"),
                        ("--hc-first", "h_c^1"), ("--hloc-first", "h_loc^1"), ("--hs", "sum_j h_s^j")):
-        sd.add_argument(flag, type=float, metavar="S", help=f"{what} in seconds, instead of the estimate")
+        sd.add_argument(flag, type=ascii_float, metavar="S", help=f"{what} in seconds, instead of the estimate")
 
     cal = sub.add_parser("calibrate", help="measure and fit allreduce/allgather on gloo (alpha-beta)")
-    cal.add_argument("--world-size", type=int, default=2, help="gloo processes to measure (default: %(default)s)")
+    cal.add_argument("--world-size", type=ascii_int, default=2, help="gloo processes to measure (default: %(default)s)")
     cal.add_argument("--sizes", help="comma-separated bytes per worker (4096, 64KiB, 1MiB; default 1KiB..16MiB)")
     cal.add_argument("--ops", default="allreduce,allgather", help="collectives to time (default: %(default)s)")
-    cal.add_argument("--repeats", type=int, default=10, help="timed repeats per size (default: %(default)s)")
-    cal.add_argument("--warmup", type=int, default=3, help="untimed repeats first (default: %(default)s)")
+    cal.add_argument("--repeats", type=ascii_int, default=10, help="timed repeats per size (default: %(default)s)")
+    cal.add_argument("--warmup", type=ascii_int, default=3, help="untimed repeats first (default: %(default)s)")
     cal.add_argument("--weighting", choices=list(alphabeta.WEIGHTINGS), default="ols",
                      help="ols: plain least squares; relative: residuals / t (alpha not swamped by large sizes)")
     cal.add_argument("--out", metavar="FILE", help="default results/calibration/gloo-w<world size>.json")

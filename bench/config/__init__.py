@@ -14,6 +14,7 @@ import math
 import re
 import typing
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import yaml
@@ -31,10 +32,40 @@ class ConfigError(ValueError):
 MAX_YAML_VALUES = 100_000
 
 
+MAX_YAML_DEPTH = 100  # nesting deeper than any grid or profile needs (a deeper document exhausts the parser)
+
+
+def _depth(text: str) -> int:
+    """An upper bound of a YAML document's nesting: the most brackets open at once, or its deepest indent."""
+    deepest = level = 0
+    for ch in text:
+        if ch in "[{":
+            level += 1
+            deepest = max(deepest, level)
+        elif ch in "]}":
+            level -= 1
+    return deepest
+
+
+def read_user_text(path: Path) -> str:
+    """A user's file (a grid, a profile) as UTF-8 text, or ConfigError naming it."""
+    try:
+        return Path(path).read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text (save it as UTF-8)") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+
+
 def load_yaml(text: str, what: str) -> Any:
     """``yaml.safe_load`` for text from users (grids, profiles, --set values), refusing documents whose aliases
     expand past :data:`MAX_YAML_VALUES` values. Raises ConfigError (naming ``what``) or yaml.YAMLError."""
-    node = yaml.compose(text, Loader=yaml.SafeLoader)
+    if _depth(text) > MAX_YAML_DEPTH:
+        raise ConfigError(f"{what}: nested more than {MAX_YAML_DEPTH} levels deep; refused")
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except RecursionError:
+        raise ConfigError(f"{what}: nested too deeply; refused") from None
     if node is not None:
         sizes: dict[int, int] = {}
 
@@ -53,10 +84,34 @@ def load_yaml(text: str, what: str) -> Any:
 
         if size(node) > MAX_YAML_VALUES:
             raise ConfigError(f"{what}: its YAML aliases expand to more than {MAX_YAML_VALUES:,} values; refused")
-    return yaml.safe_load(text)
+    try:
+        return yaml.safe_load(text)
+    except ValueError as exc:  # an integer of thousands of digits: Python refuses to convert it
+        raise ConfigError(f"{what}: {str(exc).split(';')[0]}") from None
 
 
 # -- value parsers --------------------------------------------------------------------------------------
+_ASCII_INT = re.compile(r"^[+-]?[0-9]+$")
+_ASCII_FLOAT = re.compile(r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$")
+
+
+def ascii_int(text: str) -> int:
+    """A command-line integer in ASCII digits (Python's int() also reads other scripts' digits: '２')."""
+    if not _ASCII_INT.match(text.strip()):
+        raise ValueError(text)
+    return int(text)
+
+
+def ascii_float(text: str) -> float:
+    """A finite command-line number in ASCII (no other scripts' digits, no nan or inf)."""
+    if not _ASCII_FLOAT.match(text.strip()):
+        raise ValueError(text)
+    return float(text)
+
+
+ascii_int.__name__, ascii_float.__name__ = "integer", "number"  # argparse names the type in its message
+
+
 def _int(minimum: int | None = None, maximum: int | None = None) -> Callable[[str, Any], int]:
     def parse(key, v):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or (isinstance(v, float) and not math.isfinite(v)) \
@@ -96,6 +151,19 @@ def _choice(*options: str) -> Callable[[str, Any], str]:
 def _str(key, v):
     if not isinstance(v, str) or not v:
         raise ConfigError(f"{key}: expected a name, got {v!r}")
+    return v
+
+
+def _data_root(key, v):
+    """A folder where data sets are read and provisioned: not a file, not a pseudo file system."""
+    if v is None:
+        return None
+    v = _str(key, v)
+    path = Path(v).resolve()
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"{key}: {v} is a file, not a folder")
+    if path.parts[1:2] in (("proc",), ("sys",), ("dev",)):
+        raise ConfigError(f"{key}: {v} is a system folder, not one for data sets")
     return v
 
 
@@ -177,21 +245,21 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("method", _str, flag={"required": True, "help": "the method (commbench list methods)"}),
     Setting("dataset", _opt_str, flag={"help": "a data set the task accepts (default: its paper's)"}),
     Setting("recipe", _opt_str),
-    Setting("data_root", _opt_str, in_id=False, compared=False,
+    Setting("data_root", _data_root, in_id=False, compared=False,
             flag={"help": "where data sets are read and provisioned (default: data)"}),
     Setting("backend", _choice("dist", "sim"), Cited("dist", "harness default: real torch.distributed workers"),
             flag={"choices": ["dist", "sim"], "help": "dist: one real process per worker; sim: all workers in one "
                                                       "process, the same method code and byte counts (default: dist)"}),
     Setting("workers", _int(1, MAX_WORKERS), Cited(1, "harness default"),
-            flag={"type": int, "help": "workers (default: the recipe's, else 1)"}),
+            flag={"type": ascii_int, "help": "workers (default: the recipe's, else 1)"}),
     Setting("seed", _int(0, 2 ** 64 - 1), Cited(1, "harness default"), compared=False,
-            flag={"type": int, "help": "the seed of weights, data order and randomness (default: 1)"}),
+            flag={"type": ascii_int, "help": "the seed of weights, data order and randomness (default: 1)"}),
     Setting("tier", _choice(*TIERS), Cited("paper", "harness default"),
             flag={"choices": list(TIERS), "help": "paper: as published; cpu, smoke: shortened (default: paper)"}),
     Setting("steps", _int(1, MAX_STEPS),
-            flag={"type": int, "group": "length", "help": "iterations (default: the recipe's or the tier's)"}),
+            flag={"type": ascii_int, "group": "length", "help": "iterations (default: the recipe's or the tier's)"}),
     Setting("epochs", _float(1e-9, 1e6), field="steps",
-            flag={"type": float, "group": "length", "help": "passes over the training set, instead of --steps"}),
+            flag={"type": ascii_float, "group": "length", "help": "passes over the training set, instead of --steps"}),
     Setting("global_batch", _int(1)),
     Setting("model.variant", _opt_str, field="model_variant"),
     Setting("model.dropout", _float(0, 1), field="model_options"),

@@ -21,7 +21,8 @@ import yaml
 
 from commbench.methods import METHODS
 
-from commbench.config import ConfigError, RunConfig, check_names, load_yaml, method_param_types, resolve
+from commbench.config import (ConfigError, RunConfig, check_names, load_yaml, method_param_types, read_user_text,
+                              resolve)
 from commbench.store.records import SAFE_NAME
 
 TOP_LEVEL = ("name", "base", "axes", "exclude", "slurm", "description", "declares")
@@ -71,7 +72,7 @@ def load_grid(path: str | Path) -> Grid:
     if not path.is_file():
         raise ConfigError(f"{path}: no such grid file")
     try:
-        doc = load_yaml(path.read_text(), str(path))
+        doc = load_yaml(read_user_text(path), str(path))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark else ""
@@ -94,6 +95,9 @@ def load_grid(path: str | Path) -> Grid:
         if len(names) > 1 and not all(isinstance(v, list) and len(v) == len(names) for v in values):
             raise ConfigError(f"{path}: axis {key!r} ties {len(names)} settings: each value must be a list of "
                               f"{len(names)}")
+    if not isinstance(slurm, dict) or not isinstance(slurm.get("profile", ""), str):
+        raise ConfigError(f"{path}: slurm must be a mapping whose profile is a profile's name (slurm: {{profile: "
+                          f"local}})")
     if not isinstance(exclude, list) or not all(isinstance(e, dict) for e in exclude):
         raise ConfigError(f"{path}: exclude must be a list of mappings")
     try:

@@ -15,7 +15,7 @@ from typing import Any, Mapping
 
 import yaml
 
-from commbench.config import ConfigError, RunConfig, load_yaml
+from commbench.config import ConfigError, RunConfig, load_yaml, read_user_text
 from commbench.store.provenance import SOURCE_ROOT
 
 PROFILES_DIR = SOURCE_ROOT / "slurm" / "profiles"
@@ -74,14 +74,16 @@ def _check(source: str, values: Mapping[str, Any]) -> dict:
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
                 raise ConfigError(f"{source}: tasks_per_node must be a positive integer or null, got {v!r}")
         elif key == "mem_gb":
-            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0):
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
+                                  or v <= 0):
                 raise ConfigError(f"{source}: mem_gb must be a positive number or null, got {v!r}")
         elif key in _OPT_STR:
             if v is not None and not isinstance(v, str):
                 raise ConfigError(f"{source}: {key} must be a string, got {v!r}")
         elif key == "sbatch":
-            if not isinstance(v, dict) or not all(isinstance(k, str) for k in v):
-                raise ConfigError(f"{source}: sbatch must map #SBATCH option names to values")
+            if not isinstance(v, dict) or not all(isinstance(k, str) for k in v) or \
+                    not all(isinstance(x, (str, int)) and not isinstance(x, bool) for x in v.values()):
+                raise ConfigError(f"{source}: sbatch must map #SBATCH option names to values (strings or integers)")
         elif key == "setup":
             if not isinstance(v, list) or not all(isinstance(line, str) for line in v):
                 raise ConfigError(f"{source}: setup must be a list of shell lines")
@@ -91,7 +93,11 @@ def _check(source: str, values: Mapping[str, Any]) -> dict:
 
 def load_profile(name_or_path: str | None, overrides: Mapping[str, Any] | None = None) -> Profile:
     """The profile named (``slurm/profiles/NAME.yaml``) or at a path, with a grid's overrides applied."""
+    if overrides is not None and not isinstance(overrides, Mapping):
+        raise ConfigError(f"slurm: a grid's slurm section is a mapping (profile: NAME, ...), got {overrides!r}")
     overrides = dict(overrides or {})
+    if overrides.get("profile") is not None and not isinstance(overrides["profile"], str):
+        raise ConfigError(f"slurm: profile must be a profile's name or path, got {overrides['profile']!r}")
     name_or_path = name_or_path or overrides.pop("profile", None)
     overrides.pop("profile", None)
     if not name_or_path:
@@ -104,7 +110,7 @@ def load_profile(name_or_path: str | None, overrides: Mapping[str, Any] | None =
         raise ConfigError(f"slurm profile {name_or_path!r}: no such file {path} "
                           f"(known: {', '.join(known_profiles())})")
     try:
-        doc = load_yaml(path.read_text(), str(path)) or {}
+        doc = load_yaml(read_user_text(path), str(path)) or {}
     except yaml.YAMLError:
         raise ConfigError(f"{path}: not valid YAML") from None
     if not isinstance(doc, dict):

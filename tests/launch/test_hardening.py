@@ -18,6 +18,7 @@ import torch
 from commbench.config import resolve
 
 from ..conftest import REPO, commbench
+from ..helpers import write_record
 
 SIM = ["--task", "lenet-mnist", "--dataset", "synthetic", "--method", "baseline", "--workers", "1", "--backend",
        "sim", "--steps", "3", "--quiet"]
@@ -327,3 +328,70 @@ def test_a_full_disk_at_the_end_is_one_line_and_exit_1(full_disk):
     assert proc.returncode == 1
     line = one_line_error(proc)
     assert "record could not be written" in line and "No space left on device" in line
+
+
+# -- round two: inputs that once gave a traceback, a failed record, or were taken ---------------------------------
+GRID = "base: {task: lenet-mnist, dataset: synthetic, method: baseline, backend: sim, steps: 1}\naxes: {seed: [1]}\n"
+DEEP = "[" * 5000 + "]" * 5000
+HUGE = "9" * 5000
+
+
+@pytest.mark.parametrize("args,files,says", [
+    (["run", *SIM, "--data-root", "/proc"], {}, "a system folder"),
+    (["data", "--data-root", "/dev/null"], {}, "is a file, not a folder"),
+    (["run", *SIM, "--set", "threads=1e10"], {}, "threads: expected an integer"),
+    (["run", *SIM, "--set", f"seed={HUGE}"], {}, "integer string conversion"),
+    (["run", *SIM, "--set", f"method.x={DEEP}"], {}, "nested more than 100 levels"),
+    (["run", *SIM, "--method", "{a: 1}"], {}, "unknown method"),
+    (["run", *SIM, "--workers", "２"], {}, "invalid integer value"),
+    (["sweep", "G"], {"G": ("latin-1", GRID + "# caf\xe9\n")}, "not UTF-8 text"),
+    (["sweep", "G"], {"G": ("utf-16", GRID)}, "not UTF-8 text"),
+    (["sweep", "G"], {"G": ("utf-8", GRID.replace("seed: [1]", f"seed: [{HUGE}]"))}, "integer string conversion"),
+    (["sweep", "G"], {"G": ("utf-8", GRID + f"exclude: {DEEP}\n")}, "nested more than 100 levels"),
+    (["sweep", "G", "--launcher", "slurm", "--dry-run"], {"G": ("utf-8", GRID + "slurm: [1, 2]\n")},
+     "slurm must be a mapping"),
+    (["sweep", "G", "--launcher", "slurm", "--dry-run"], {"G": ("utf-8", GRID + "slurm: {profile: 5}\n")},
+     "slurm must be a mapping"),
+    (["sweep", "G", "--launcher", "slurm", "--profile", "P", "--dry-run"],
+     {"G": ("utf-8", GRID), "P.yaml": ("latin-1", "partition: caf\xe9\n")}, "not UTF-8 text"),
+    (["sweep", "G", "--launcher", "slurm", "--profile", "P", "--dry-run"],
+     {"G": ("utf-8", GRID), "P.yaml": ("utf-8", "mem_gb: .nan\n")}, "mem_gb must be a positive number"),
+    (["sweep", "G", "--launcher", "slurm", "--profile", "P", "--dry-run"],
+     {"G": ("utf-8", GRID), "P.yaml": ("utf-8", "mem_gb: .inf\n")}, "mem_gb must be a positive number"),
+    (["sweep", "G", "--launcher", "slurm", "--profile", "P", "--dry-run"],
+     {"G": ("utf-8", GRID), "P.yaml": ("utf-8", "sbatch: {exclusive: [1]}\n")}, "sbatch must map"),
+    (["table", "--target", "1.5"], {}, "in (0, 1]"),
+    (["table", "--target", "nan"], {}, "invalid number value"),
+    (["plot", "--results", "R", "--out", "F"], {"F": ("utf-8", "a file")}, "not a folder"),
+    (["report", "--results", "R", "--out", "F"], {"F": ("utf-8", "a file")}, "not a folder"),
+])
+def test_round_two_bad_inputs_exit_2_with_one_line_and_write_nothing(tmp_path, args, files, says):
+    for name, (encoding, text) in files.items():
+        (tmp_path / name).write_bytes(text.encode(encoding))
+    if "R" in args:
+        write_record(tmp_path / "R", "r")
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    paths = {"G": tmp_path / "G", "P": tmp_path / "P.yaml", "F": tmp_path / "F", "R": tmp_path / "R"}
+    args = [str(paths[a]) if a in paths else a for a in args]
+    if args[0] == "table":
+        args += ["--results", str(REPO / "results" / "compression-lenet")]
+    proc = commbench(*args, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr[-1500:]
+    assert says in one_line_error(proc)
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before  # nothing written
+
+
+@pytest.mark.parametrize("command", [["table", "--out", "{disk}/table.md"], ["report", "--out", "{disk}/report"]])
+def test_a_table_or_report_on_a_full_disk_is_one_line_and_exit_1(full_disk, command):
+    fd = os.open(full_disk / "filler", os.O_WRONLY | os.O_CREAT)
+    try:
+        while True:
+            os.write(fd, b"\0" * 512)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    args = [a.replace("{disk}", str(full_disk)) for a in command]
+    proc = commbench(*args, "--results", str(REPO / "results" / "compression-lenet"))
+    assert proc.returncode == 1 and "No space left on device" in one_line_error(proc)
+    assert not [p for p in full_disk.rglob("*") if p.name.endswith(".tmp")]
