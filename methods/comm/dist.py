@@ -20,11 +20,15 @@ def free_port() -> int:
 
 
 class _Pending(Handle):
-    def __init__(self, work, result):
-        self._work, self._result = work, result
+    def __init__(self, work, result, outstanding: set | None = None):
+        self._work, self._result, self._outstanding = work, result, outstanding
+        if outstanding is not None:
+            outstanding.add(self)
 
     def wait(self):
         self._work.wait()
+        if self._outstanding is not None:
+            self._outstanding.discard(self)
         return self._result
 
 
@@ -56,6 +60,9 @@ class DistCommunicator(Communicator):
             dist.init_process_group(backend, init_method="env://", timeout=datetime.timedelta(seconds=timeout_s))
         self.backend = dist.get_backend()
         self.rank = dist.get_rank()
+        # asynchronous collectives not yet waited for (close() waits for them; every rank issued them, so they end;
+        # a point-to-point receive might not, and is not kept here)
+        self._outstanding: set = set()
         self.device = device or (local_gpu() if self.backend == "nccl" else torch.device("cpu"))
         total = dist.get_world_size()
         if not 0 <= num_servers < total:
@@ -86,7 +93,7 @@ class DistCommunicator(Communicator):
         self.ledger.count_call("allreduce")
         self._count_allreduce(self.rank, t)
         work = dist.all_reduce(t, group=self.group, async_op=True)
-        return _Pending(work, [t])
+        return _Pending(work, [t], self._outstanding)
 
     def allgather(self, tensors, same_size=False):
         return self.allgather_async(tensors, same_size).wait()
@@ -109,7 +116,7 @@ class DistCommunicator(Communicator):
             t = torch.cat([t, t.new_zeros(padded - t.numel())])
         out = [t.new_empty(padded) for _ in sizes]
         work = dist.all_gather(out, t, group=self.group, async_op=True)
-        return _Pending(work, [[o[:n] for o, n in zip(out, sizes)]])
+        return _Pending(work, [[o[:n] for o, n in zip(out, sizes)]], self._outstanding)
 
     def broadcast(self, tensors, src):
         t = self._one(tensors)
@@ -151,5 +158,14 @@ class DistCommunicator(Communicator):
         return v.cpu()
 
     def close(self):
+        """Wait for every collective still in flight, then tear the process group down. A process group destroyed
+        under a pending collective (an SSD-SGD push never waited for) leaves gloo's worker thread
+        joinable, and its destructor ends the process with std::terminate ("terminate called without an active
+        exception") after all its results are in: a failed exit for a finished run."""
+        for handle in list(self._outstanding):
+            try:
+                handle.wait()
+            except Exception:  # noqa: BLE001 - a peer gone at the end: nothing left to finish
+                self._outstanding.discard(handle)
         if dist.is_initialized():
             dist.destroy_process_group()
