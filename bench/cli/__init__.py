@@ -58,7 +58,7 @@ def build_parser() -> Parser:
     run.add_argument("--quiet", action="store_true", help="no progress output")
 
     sweep = sub.add_parser("sweep", help="run every configuration of a grid file")
-    sweep.add_argument("grid", help="a grid file (commbench list grids shows the project's)")
+    sweep.add_argument("grid", help="a grid file, or a shipped grid's name (commbench list grids names them)")
     sweep.add_argument("--launcher", choices=["local", "slurm"], default="local", help="where the runs execute")
     sweep.add_argument("--profile", help="slurm: cluster profile, a name in slurm/profiles/ or a path "
                                          "(default: the grid's slurm.profile)")
@@ -259,7 +259,7 @@ def cmd_sweep(args) -> int:
             line = (f"{cfg.run_id}  {cfg.task} {cfg.method} workers={cfg.workers} backend={cfg.backend} "
                     f"dataset={cfg.dataset} steps={cfg.steps} seed={cfg.seed} "
                     f"{f'net={cfg.net} ' if cfg.net else ''}{f'node_link={cfg.node_link} ' if cfg.node_link else ''}"
-                    f"{cfg.method_params or ''}").rstrip()
+                    + " ".join(f"method.{k}={v}" for k, v in cfg.method_params.items())).rstrip()
             idle = never_acts(cfg)
             print(line + (f"  [slurm: {run_shape(cfg, profile).describe()}]" if profile else "")
                   + (f"  note: {idle}" if idle else ""))
@@ -288,7 +288,8 @@ def cmd_status(args) -> int:
     from commbench.store.records import iter_records
 
     out = Path(args.results)
-    records = {r["run_id"]: r for r in iter_records(out)}
+    if not out.is_dir():
+        raise ConfigError(f"--results {out}: no such folder")
     notes = submissions(out)
     states = queue_states([n["job_id"] for n in notes.values()]) if notes else {}
     current = reconcile(out, notes, states)  # writes failed records for jobs that died without one
@@ -503,12 +504,19 @@ def cmd_list(args) -> int:
     elif args.what == "methods":
         from commbench.methods import METHODS, param_fields
 
+        from commbench.config import method_param_types
+
         for m in METHODS.values():
-            params = ", ".join(f"method.{n}" for n in param_fields(m.Params)) or "no parameters"
-            print(f"{m.name:10s} {m.summary} ({params})")
+            defaults, types = m.Params(), method_param_types(m.name)
+            print(f"{m.name:10s} {m.summary}")
+            for n in param_fields(m.Params):  # name, type and default: what --set method.NAME=VALUE takes
+                print(f"    method.{n:20s} {getattr(types[n], '__name__', str(types[n])):6s} default "
+                      f"{getattr(defaults, n)!r}")
     else:
-        for g in sorted(GRIDS_DIR.rglob("*.yaml")):
-            print(g.relative_to(GRIDS_DIR.parent.parent))
+        from commbench.config.grid import shipped_grids
+
+        for name, g in shipped_grids().items():  # the name runs from anywhere (commbench sweep NAME)
+            print(f"{name:28s} {g.relative_to(GRIDS_DIR).as_posix()}")
     return 0
 
 

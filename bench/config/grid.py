@@ -67,10 +67,26 @@ class Grid:
         return out
 
 
+def shipped_grids() -> dict[str, Path]:
+    """The grids the package ships, by name (a grid file's name without .yaml; campaign grids included)."""
+    return {p.stem: p for p in sorted(GRIDS_DIR.rglob("*.yaml"))}
+
+
+def find_grid(name_or_path: str | Path) -> Path:
+    """A grid file: a path to one, or the name of a shipped grid (``tour``, ``campaign/ssdsgd-table2`` or
+    ``ssdsgd-table2``), so that a shipped grid runs from any folder."""
+    path = Path(name_or_path)
+    if path.is_file():
+        return path
+    shipped = shipped_grids()
+    if path.stem in shipped:
+        return shipped[path.stem]
+    raise ConfigError(f"{name_or_path}: no such grid file, and no shipped grid of that name (commbench list grids "
+                      f"names them)")
+
+
 def load_grid(path: str | Path) -> Grid:
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"{path}: no such grid file")
+    path = find_grid(path)
     try:
         doc = load_yaml(read_user_text(path), str(path))
     except yaml.YAMLError as exc:

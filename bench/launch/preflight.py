@@ -17,7 +17,7 @@ from commbench.tasks.data.base import DataUnavailable
 from commbench.config import ConfigError, RunConfig
 
 
-def output_folder(out: str | Path, option: str = "--out") -> Path:
+def output_folder(out: str | Path, option: str = "--results") -> Path:
     """``out`` as a folder runs can be written into (it may not exist yet). Raises ConfigError if it is empty,
     a file, or under a folder this process cannot write; nothing is left behind by the check."""
     if str(out).strip() == "":

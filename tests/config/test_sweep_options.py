@@ -61,7 +61,16 @@ def test_status_of_a_grid_shows_only_that_grid(tmp_path):
 def test_list_grids_includes_the_campaign_grids():
     proc = commbench("list", "grids")
     assert proc.returncode == 0, proc.stderr
-    assert GRID in proc.stdout.splitlines() and "bench/grids/smoke.yaml" in proc.stdout.splitlines()
+    names = {line.split()[0]: line.split()[1] for line in proc.stdout.splitlines()}
+    assert names["terngrad-fig3"] == "campaign/terngrad-fig3.yaml" and names["smoke"] == "smoke.yaml"
+
+
+def test_a_shipped_grid_runs_by_its_name_from_any_folder(tmp_path):
+    by_name = commbench("sweep", "tour", "--dry-run", cwd=tmp_path)
+    by_path = commbench("sweep", "bench/grids/tour.yaml", "--dry-run")
+    assert by_name.returncode == 0 and by_name.stdout == by_path.stdout and by_name.stdout.count("\n") == 6
+    unknown = commbench("sweep", "no-such-grid", cwd=tmp_path)
+    assert unknown.returncode == 2 and "commbench list grids names them" in unknown.stderr
 
 
 def test_a_tied_axis_moves_its_settings_together(tmp_path):
