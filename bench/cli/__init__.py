@@ -383,9 +383,15 @@ def _checkpoint_step(out: Path, run_id: str) -> int | None:
 
 
 def cmd_table(args) -> int:
+    given = args.results
     args.results = results_of(args)
     if not Path(args.results).is_dir():
+        if args.paper and not given:  # outside a checkout: the campaign's records are not package data
+            raise ConfigError(f"--paper: no {PROJECT_RESULTS}/ folder here; pass the folder that holds the records "
+                              f"to judge (--results DIR; the project's committed ones are a checkout's results/)")
         raise ConfigError(f"--results {args.results}: no such folder")
+    if args.paper:  # where the records come from, on stderr (the table itself may be piped)
+        print(f"commbench: the paper tables judge the records under {Path(args.results).resolve()}", file=sys.stderr)
     if args.out and Path(args.out).is_dir():  # checked first: an hour's table must not fail at its last step
         raise ConfigError(f"--out {args.out}: a folder; --out names the file the table is written to "
                           f"(the records are read from --results)")

@@ -8,6 +8,7 @@ one GPU each on a GPU cluster; a sim run needs one task.
 from __future__ import annotations
 
 import dataclasses
+import importlib.resources
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,9 +17,9 @@ from typing import Any, Mapping
 import yaml
 
 from commbench.config import ConfigError, RunConfig, load_yaml, read_user_text
-from commbench.store.provenance import SOURCE_ROOT
 
-PROFILES_DIR = SOURCE_ROOT / "slurm" / "profiles"
+# the cluster profiles ship with the package (commbench.profiles: slurm/profiles in a checkout)
+PROFILES_DIR = Path(str(importlib.resources.files("commbench.profiles")))
 
 
 @dataclass(frozen=True)
@@ -82,8 +83,9 @@ def _check(source: str, values: Mapping[str, Any]) -> dict:
                 raise ConfigError(f"{source}: {key} must be a string, got {v!r}")
         elif key == "sbatch":
             if not isinstance(v, dict) or not all(isinstance(k, str) for k in v) or \
-                    not all(isinstance(x, (str, int)) and not isinstance(x, bool) for x in v.values()):
-                raise ConfigError(f"{source}: sbatch must map #SBATCH option names to values (strings or integers)")
+                    not all(isinstance(x, (str, int, bool)) for x in v.values()):
+                raise ConfigError(f"{source}: sbatch must map #SBATCH option names to values (a string, an integer, "
+                                  f"or true for a flag)")
         elif key == "setup":
             if not isinstance(v, list) or not all(isinstance(line, str) for line in v):
                 raise ConfigError(f"{source}: setup must be a list of shell lines")

@@ -18,6 +18,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from commbench.layout import package_dirs
 from commbench.store.safe_io import ensure_folder, remove_tree, write_text
 from commbench.store.provenance import SOURCE_ROOT, git_state
 
@@ -62,11 +63,9 @@ def _untracked_copy_list(root: Path) -> list[str]:
 def installed_path(f: str) -> str:
     """Where a checkout's file goes in a copy: laid out as the installed ``commbench`` package (bench/ is
     ``commbench``, methods/ and tasks/ its subpackages), so that PYTHONPATH=<copy> imports the copy."""
-    top, _, rest = f.partition("/")
-    if top == "bench" and rest:
-        return f"commbench/{rest}"
-    if top in ("methods", "tasks") and rest:
-        return f"commbench/{f}"
+    for package, folder in sorted(package_dirs().items(), key=lambda kv: -len(kv[1])):  # the deepest folder first
+        if f.startswith(folder + "/"):
+            return package.replace(".", "/") + f[len(folder):]
     return f
 
 

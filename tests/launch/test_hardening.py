@@ -395,3 +395,34 @@ def test_a_table_or_report_on_a_full_disk_is_one_line_and_exit_1(full_disk, comm
     proc = commbench(*args, "--results", str(REPO / "results" / "compression-lenet"))
     assert proc.returncode == 1 and "No space left on device" in one_line_error(proc)
     assert not [p for p in full_disk.rglob("*") if p.name.endswith(".tmp")]
+
+
+def test_a_checkpoint_on_a_full_disk_names_the_checkpoint_and_leaves_no_temporary_file(full_disk):
+    from commbench.run.checkpoint import CheckpointNotWritten, Checkpoints
+
+    class Comm:
+        def control_sum(self, t):
+            return t
+
+    ckpt = Checkpoints(full_disk / "results" / "checkpoints" / "run")
+    ckpt.directory.mkdir(parents=True)
+    fd = os.open(full_disk / "filler", os.O_WRONLY | os.O_CREAT)
+    try:
+        while True:
+            os.write(fd, b"\0" * 512)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    with pytest.raises(CheckpointNotWritten, match=r"checkpoint at step 10 could not be written to .*sim\.pt: "
+                                                   r"No space left on device"):
+        ckpt.save(10, {"w": torch.zeros(100_000)}, Comm())
+    assert not [p for p in full_disk.rglob("*") if p.name.endswith(".tmp")]
+
+
+def test_a_device_node_as_out_is_never_replaced(tmp_path):
+    before = os.stat("/dev/null")
+    proc = commbench("table", "--results", str(REPO / "results" / "compression-lenet"), "--out", "/dev/null")
+    assert proc.returncode == 2 and "a device, not a regular file" in one_line_error(proc)
+    after = os.stat("/dev/null")
+    assert (after.st_ino, after.st_rdev) == (before.st_ino, before.st_rdev)

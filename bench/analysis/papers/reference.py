@@ -7,15 +7,15 @@ nothing here computes them.
 from __future__ import annotations
 
 import csv
+import importlib.resources
 from dataclasses import dataclass
 from pathlib import Path
 
 
 from commbench.config import ConfigError, load_yaml
 from commbench.config.grid import GRIDS_DIR, Declaration, load_grid
-from commbench.store.provenance import SOURCE_ROOT
-
-PAPER_DIR = SOURCE_ROOT / "results" / "paper"
+# the reference tables ship with the package (commbench.paper_data: results/paper in a checkout, bench/layout.py)
+PAPER_DIR = Path(str(importlib.resources.files("commbench.paper_data")))
 PAPERS = {"terngrad": "TernGrad (Wen et al., NeurIPS 2017)",
           "threshold": "Thresholded gradient synchronization (Anoosheh et al.)",
           "ssdsgd": "SSD-SGD (Xu et al.)"}

@@ -1,0 +1,1 @@
+"""The papers' reference tables, shipped as package data (commbench.paper_data): see README.md here."""
