@@ -34,8 +34,8 @@ run: $(STAMP) $(FASHION)
 	@if $(VENV)/bin/commbench data mnist --quiet; then ds=mnist; \
 	  echo "make run: real MNIST (MD5-verified) in data/"; \
 	else ds=fashion-mnist; \
-	  echo "make run: MNIST cannot be provisioned here (no mirror, no internet): Fashion-MNIST stands in," \
-	       "and every record and table row says so"; fi; \
+	  echo "make run: MNIST cannot be provisioned here (no mirror, and its download failed: commbench data mnist says why):" \
+	       "Fashion-MNIST stands in, and every record and table row says so"; fi; \
 	$(VENV)/bin/commbench sweep bench/grids/smoke.yaml --set dataset=$$ds --out results/smoke && \
 	$(VENV)/bin/commbench table --results results/smoke
 

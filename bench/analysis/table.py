@@ -77,11 +77,18 @@ def time_to(curve: list[tuple[float, float]], target: float) -> float | None:
 
 
 def chosen_params(cfg: dict) -> str:
-    """The method parameters a run set itself (by --set or a grid axis), as ``k=v``: what tells its rows
-    apart from other runs of the same method. Recipe and method defaults are left out."""
+    """The method parameters a run set itself (by --set or a grid axis), as ``k=v``, and a model or precision
+    other than the task's own: what tells its rows apart from other runs of the same method. Recipe and method
+    defaults are left out."""
     sources = cfg.get("sources", {})
-    return ", ".join(f"{k}={v}" for k, v in sorted(cfg.get("method_params", {}).items())
-                     if sources.get(f"method.{k}", "").startswith("set by user"))
+    chosen = [f"{k}={v}" for k, v in sorted(cfg.get("method_params", {}).items())
+              if sources.get(f"method.{k}", "").startswith("set by user")]
+    # the model is part of what a row compares: a timm model in the task's place, BatchNorm over slices
+    options = cfg.get("model_options") or {}
+    chosen += [f"model.{k}={options[k]}" for k in ("timm", "bn_batch") if options.get(k) is not None]
+    if cfg.get("precision", "fp32") != "fp32":
+        chosen.append(f"precision={cfg['precision']}")
+    return ", ".join(chosen)
 
 
 def _mean_std(mean, std, fmt: str) -> str:

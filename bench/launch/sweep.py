@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 from commbench.config import RunConfig
@@ -20,7 +21,7 @@ def run_local_sweep(runs: list[RunConfig], out: Path, show_progress: bool = True
     todo = [c for c in runs if (read_or_set_aside(out, c.run_id) or {}).get("status") not in FINISHED]
     print(f"sweep: {len(runs)} runs, {len(runs) - len(todo)} already finished, {len(todo)} to run", file=sys.stderr)
     bar = Progress("sweep", len(todo), unit="run", every_s=0.0, enabled=show_progress)
-    failed = 0
+    failed, started, timed = 0, time.monotonic(), 0  # timed: runs this sweep trained (skipped ones cost nothing)
     for i, cfg in enumerate(todo):
         try:
             result = execute(cfg, out, show_progress=show_progress)
@@ -37,10 +38,21 @@ def run_local_sweep(runs: list[RunConfig], out: Path, show_progress: bool = True
             print(f"skip: {cfg.run_id} already {result.record['status']}, since this sweep began", flush=True)
         else:
             print(summary(cfg, result.record), flush=True)
-        bar.update(i + 1)
+            timed += 1
+        bar.update(i + 1, note=time_left(started, timed, len(todo) - i - 1))
         if result.record["status"] == Status.INTERRUPTED:  # the stop signal was for the sweep: stop it too
             bar.close()
             print("commbench: sweep stopped by a checkpoint signal; run it again to resume", file=sys.stderr)
             return EXIT_INTERRUPTED
     bar.close()
     return 1 if failed else 0
+
+
+def time_left(started: float, trained: int, remaining: int) -> str:
+    """The sweep's estimated time left, from the runs it trained so far (the next ones like them): "about 3h 20m
+    left " (``commbench status --grid`` estimates from each run's own pace)."""
+    if not trained or not remaining:
+        return ""
+    seconds = (time.monotonic() - started) / trained * remaining
+    hours, minutes = divmod(int(seconds // 60), 60)
+    return f"about {f'{hours}h ' if hours else ''}{minutes}m left "

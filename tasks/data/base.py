@@ -33,6 +33,15 @@ class DataUnavailable(RuntimeError):
     """The data set is not on disk and cannot be fetched; the message says what to do."""
 
 
+def download_failure(exc: BaseException) -> str:
+    """Why a download failed, in one line: torchvision's message puts the reason after a line that only names the
+    file ("Error downloading x.gz:"), and the cause (a refused connection, an unknown host) may sit below it."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    cause = exc.__cause__ or exc.__context__
+    reasons = [ln for ln in lines if not ln.endswith(":")] + ([str(cause).strip()] if cause and str(cause).strip() else [])
+    return "; ".join(dict.fromkeys(reasons)) or (lines[0].rstrip(":") if lines else type(exc).__name__)
+
+
 def loader_workers() -> int:
     """DataLoader worker processes per stream: ``$COMMBENCH_LOADER_WORKERS``, else min(4, usable cores)."""
     env = os.environ.get(LOADER_WORKERS_ENV, "").strip()

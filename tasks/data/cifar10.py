@@ -45,7 +45,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .base import DataUnavailable, InMemoryData
+from .base import DataUnavailable, InMemoryData, download_failure
 from .mirror import downloads_allowed
 
 FOLDER = "cifar-10-batches-py"
@@ -218,7 +218,7 @@ def _torchvision_cifar10(root: Path, download: bool):
                 f"cifar10: the files in {folder} fail torchvision's md5 check against the official release "
                 f"(corrupted, or not the official files). Re-fetch them; or, to read genuinely formatted "
                 f"non-official files, set {VERIFY_ENV}=structure (load_cifar10(..., verify='structure'))") from exc
-        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        why = download_failure(exc)
         raise DataUnavailable(f"cifar10: {folder} lacks {', '.join(missing)} and "
                               f"{'the download failed (' + why + ')' if download else 'downloading is off'}; "
                               f"{_where_to_put(root)}") from exc

@@ -17,7 +17,7 @@ import shutil
 from pathlib import Path
 
 
-from .base import DataUnavailable, InMemoryData
+from .base import DataUnavailable, InMemoryData, download_failure
 from .mirror import (MIRROR_ENV as MIRROR_ENV_NAME, OFFLINE_ENV, downloads_allowed, md5_of, mirror_folder,
                      mirror_hint, stamp, write_json_atomic)
 
@@ -106,7 +106,7 @@ def provision_mnist(root: Path, download: bool = True, verify: str = "md5") -> d
                 for folder in reversed(made):  # leave no empty folders behind
                     if folder.is_dir() and not any(folder.iterdir()):
                         folder.rmdir()
-                why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                why = download_failure(exc)
                 raise DataUnavailable(f"mnist: not in {raw}, no mirror ({mirror_hint('mnist')}) and the download "
                                       f"failed ({why}); {OFFLINE_HINT}") from exc
             source = "torchvision download (" + ", ".join(datasets.MNIST.mirrors) + ")"

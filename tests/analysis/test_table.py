@@ -98,3 +98,10 @@ def test_time_to_target_is_unknown_where_the_history_has_no_train_s(tmp_path):
     shown = comparison(records_frame(tmp_path), target=0.85).set_index("method")["time to target (s)"]
     assert shown["baseline"] == "unknown (the history has no train_s)"
     assert shown["terngrad"] == "not reached (top-1 0.8500)"
+
+
+def test_a_timm_model_a_sliced_batch_norm_and_bf16_show_in_the_params(tmp_path):
+    write_record(tmp_path, "timm", config={"model_options": {"timm": "resnet18"}})
+    write_record(tmp_path, "bf16", seed=2, config={"precision": "bf16-autocast", "model_options": {"bn_batch": 32}})
+    params = set(comparison_data(records_frame(tmp_path))["params"])
+    assert params == {"model.timm=resnet18", "model.bn_batch=32, precision=bf16-autocast"}

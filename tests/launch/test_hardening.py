@@ -331,7 +331,7 @@ def test_a_full_disk_at_the_end_is_one_line_and_exit_1(full_disk):
 
 
 # -- round two: inputs that once gave a traceback, a failed record, or were taken ---------------------------------
-GRID = "base: {task: lenet-mnist, dataset: synthetic, method: baseline, backend: sim, steps: 1}\naxes: {seed: [1]}\n"
+ONE_RUN_GRID = "base: {task: lenet-mnist, dataset: synthetic, method: baseline, backend: sim, steps: 1}\naxes: {seed: [1]}\n"
 DEEP = "[" * 5000 + "]" * 5000
 HUGE = "9" * 5000
 
@@ -344,22 +344,22 @@ HUGE = "9" * 5000
     (["run", *SIM, "--set", f"method.x={DEEP}"], {}, "nested more than 100 levels"),
     (["run", *SIM, "--method", "{a: 1}"], {}, "unknown method"),
     (["run", *SIM, "--workers", "２"], {}, "invalid integer value"),
-    (["sweep", "G"], {"G": ("latin-1", GRID + "# caf\xe9\n")}, "not UTF-8 text"),
-    (["sweep", "G"], {"G": ("utf-16", GRID)}, "not UTF-8 text"),
-    (["sweep", "G"], {"G": ("utf-8", GRID.replace("seed: [1]", f"seed: [{HUGE}]"))}, "integer string conversion"),
-    (["sweep", "G"], {"G": ("utf-8", GRID + f"exclude: {DEEP}\n")}, "nested more than 100 levels"),
-    (["sweep", "G", "--launcher", "slurm", "--dry-run"], {"G": ("utf-8", GRID + "slurm: [1, 2]\n")},
+    (["sweep", "G"], {"G": ("latin-1", ONE_RUN_GRID + "# caf\xe9\n")}, "not UTF-8 text"),
+    (["sweep", "G"], {"G": ("utf-16", ONE_RUN_GRID)}, "not UTF-8 text"),
+    (["sweep", "G"], {"G": ("utf-8", ONE_RUN_GRID.replace("seed: [1]", f"seed: [{HUGE}]"))}, "integer string conversion"),
+    (["sweep", "G"], {"G": ("utf-8", ONE_RUN_GRID + f"exclude: {DEEP}\n")}, "nested more than 100 levels"),
+    (["sweep", "G", "--launcher", "slurm", "--dry-run"], {"G": ("utf-8", ONE_RUN_GRID + "slurm: [1, 2]\n")},
      "slurm must be a mapping"),
-    (["sweep", "G", "--launcher", "slurm", "--dry-run"], {"G": ("utf-8", GRID + "slurm: {profile: 5}\n")},
+    (["sweep", "G", "--launcher", "slurm", "--dry-run"], {"G": ("utf-8", ONE_RUN_GRID + "slurm: {profile: 5}\n")},
      "slurm must be a mapping"),
     (["sweep", "G", "--launcher", "slurm", "--profile", "P", "--dry-run"],
-     {"G": ("utf-8", GRID), "P.yaml": ("latin-1", "partition: caf\xe9\n")}, "not UTF-8 text"),
+     {"G": ("utf-8", ONE_RUN_GRID), "P.yaml": ("latin-1", "partition: caf\xe9\n")}, "not UTF-8 text"),
     (["sweep", "G", "--launcher", "slurm", "--profile", "P", "--dry-run"],
-     {"G": ("utf-8", GRID), "P.yaml": ("utf-8", "mem_gb: .nan\n")}, "mem_gb must be a positive number"),
+     {"G": ("utf-8", ONE_RUN_GRID), "P.yaml": ("utf-8", "mem_gb: .nan\n")}, "mem_gb must be a positive number"),
     (["sweep", "G", "--launcher", "slurm", "--profile", "P", "--dry-run"],
-     {"G": ("utf-8", GRID), "P.yaml": ("utf-8", "mem_gb: .inf\n")}, "mem_gb must be a positive number"),
+     {"G": ("utf-8", ONE_RUN_GRID), "P.yaml": ("utf-8", "mem_gb: .inf\n")}, "mem_gb must be a positive number"),
     (["sweep", "G", "--launcher", "slurm", "--profile", "P", "--dry-run"],
-     {"G": ("utf-8", GRID), "P.yaml": ("utf-8", "sbatch: {exclusive: [1]}\n")}, "sbatch must map"),
+     {"G": ("utf-8", ONE_RUN_GRID), "P.yaml": ("utf-8", "sbatch: {exclusive: [1]}\n")}, "sbatch must map"),
     (["table", "--target", "1.5"], {}, "in (0, 1]"),
     (["table", "--target", "nan"], {}, "invalid number value"),
     (["plot", "--results", "R", "--out", "F"], {"F": ("utf-8", "a file")}, "not a folder"),

@@ -47,3 +47,16 @@ def test_synthetic_is_deterministic_and_labelled():
     a, b = make_synthetic((1, 4, 4), 3, 20, 5), make_synthetic((1, 4, 4), 3, 20, 5)
     assert torch.equal(a.train_x, b.train_x) and torch.equal(a.eval_y, b.eval_y)
     assert a.provenance["synthetic"] is True and a.num_classes == 3
+
+
+def test_a_failed_download_says_why_in_one_line():
+    from commbench.tasks.data.base import download_failure
+
+    try:
+        try:
+            raise ConnectionRefusedError("[Errno 111] Connection refused")
+        except OSError as inner:
+            raise RuntimeError("Error downloading train-images-idx3-ubyte.gz:\n") from inner
+    except RuntimeError as exc:
+        assert download_failure(exc) == "[Errno 111] Connection refused"
+    assert download_failure(RuntimeError("")) == "RuntimeError"
