@@ -10,9 +10,9 @@ from pathlib import Path
 from commbench.config import (SETTING, ConfigError, RunConfig, ascii_float, ascii_int, describe, never_acts, parse_set, resolve,
                               run_flags)
 from commbench.config.grid import GRIDS_DIR
-from commbench.store.safe_io import UnsafePath
+from commbench.store.safe_io import UnsafePath, check_target
 from commbench.cli import model as model_command
-from commbench.store.records import EXIT_INTERRUPTED, Status
+from commbench.store.records import EXIT_INTERRUPTED, FINISHED, Status
 
 DATA_SETS = ("mnist", "fashion-mnist", "cifar10", "cifar10-jpeg")
 # a user's runs go here unless told otherwise: not results/, which holds what the project commits
@@ -38,6 +38,21 @@ def build_parser() -> Parser:
     p.add_argument("--version", action="version", version=f"commbench {__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
 
+    _add_run_command(sub)
+    _add_sweep_command(sub)
+    _add_status_command(sub)
+    _add_table_command(sub)
+    _add_compare_command(sub)
+    _add_plot_command(sub)
+    _add_report_command(sub)
+    model_command.add_parser(sub)
+    _add_data_command(sub)
+    _add_list_command(sub)
+    return p
+
+
+def _add_run_command(sub) -> None:
+    """``run``: one configuration, its settings as flags as config declares them."""
     run = sub.add_parser("run", help="run one configuration")
     groups: dict[str, argparse._MutuallyExclusiveGroup] = {}
     for flag, setting in run_flags():  # the settings that are flags too, as config declares them
@@ -57,6 +72,9 @@ def build_parser() -> Parser:
     run.add_argument("--save-weights", action="store_true", help="also save worker 0's final weights")
     run.add_argument("--quiet", action="store_true", help="no progress output")
 
+
+def _add_sweep_command(sub) -> None:
+    """``sweep``: every run of a grid."""
     sweep = sub.add_parser("sweep", help="run every configuration of a grid file")
     sweep.add_argument("grid", help="a grid file, or a shipped grid's name (commbench list grids names them)")
     sweep.add_argument("--launcher", choices=["local", "slurm"], default="local", help="where the runs execute")
@@ -74,6 +92,9 @@ def build_parser() -> Parser:
     sweep.add_argument("--max-runs", type=ascii_int, default=None, metavar="N",
                        help="allow a grid of more than 10,000 runs (the product of its axes), up to N")
 
+
+def _add_status_command(sub) -> None:
+    """``status``: each stored run and its state."""
     status = sub.add_parser("status", help="each stored run and its state")
     results_option(status)
     status.add_argument("--grid", help="also list this grid's runs that have no record yet (what is left)")
@@ -81,6 +102,9 @@ def build_parser() -> Parser:
     status.add_argument("--only", action="append", default=[], metavar="AXIS=V1,V2", help="as for sweep")
     status.add_argument("--max-runs", type=ascii_int, default=None, metavar="N", help="as for sweep")
 
+
+def _add_table_command(sub) -> None:
+    """``table``: the comparison table, or a paper's tables."""
     table = sub.add_parser("table", help="comparison table from the stored records")
     results_option(table, alias=False, papers=True)
     table.add_argument("--paper", choices=["terngrad", "threshold", "ssdsgd", "all"],
@@ -93,6 +117,9 @@ def build_parser() -> Parser:
                        help="time to accuracy: seconds until a run first reaches this top-1 (a fraction, e.g. 0.85); "
                             "default: the setting's baseline's final top-1 minus 0.005")
 
+
+def _add_compare_command(sub) -> None:
+    """``compare``: one value of a setting against another."""
     compare = sub.add_parser("compare", help="is one value of a setting the same experiment as another? (runs "
                                              "paired by seed, image by image)")
     results_option(compare, alias=False)
@@ -104,20 +131,27 @@ def build_parser() -> Parser:
     compare.add_argument("--format", choices=["md", "csv"], default="md",
                          help="md: a table to read; csv: plain numbers (default: %(default)s)")
 
+
+def _add_plot_command(sub) -> None:
+    """``plot``: figures."""
     plot = sub.add_parser("plot", help="figures from the stored records (PNG and PDF)")
     results_option(plot, alias=False, papers=True)
     plot.add_argument("--out", help="folder for the figures (default: RESULTS/figures)")
     plot.add_argument("--paper", action="store_true", help="also the papers' own figures (accuracy and speed "
                                                             "against the published curves)")
 
+
+def _add_report_command(sub) -> None:
+    """``report``: every table and figure in one document."""
     report = sub.add_parser("report", help="every table and figure in one markdown report and HTML page")
     results_option(report, alias=False, papers=True)
     report.add_argument("--out", help="folder for report.md, report.html and figures (default: RESULTS/report)")
     report.add_argument("--paper", action="store_true", help="also the paper tables and figures (always on for "
                                                              "a folder of the campaign's records)")
 
-    model_command.add_parser(sub)
 
+def _add_data_command(sub) -> None:
+    """``data``: provision the real data sets."""
     data = sub.add_parser("data", help="provision real data sets into the data root (local mirror, Debian's "
                                        "package, download) and say which are there")
     data.add_argument("names", nargs="*", metavar="NAME",
@@ -125,9 +159,11 @@ def build_parser() -> Parser:
     data.add_argument("--data-root", default="data", help="where runs read data (default: %(default)s)")
     data.add_argument("--quiet", action="store_true", help="print nothing; the exit status says it all")
 
+
+def _add_list_command(sub) -> None:
+    """``list``: tasks, methods, grids."""
     lst = sub.add_parser("list", help="tasks, methods or grids")
     lst.add_argument("what", choices=["tasks", "methods", "grids"], help="what to list")
-    return p
 
 
 def results_option(parser: argparse.ArgumentParser, alias: bool = True, papers: bool = False) -> None:
@@ -284,21 +320,21 @@ def cmd_sweep(args) -> int:
 
 
 def cmd_status(args) -> int:
-    from commbench.launch.queue import queue_states, reconcile, record_is_current, submissions
+    from commbench.analysis.eta import describe, time_left
+    from commbench.launch.owner import holders
+    from commbench.launch.queue import queue_states, reconcile, submissions
+    from commbench.launch.runner import claims_dir
     from commbench.store.records import iter_records
 
     out = Path(args.results)
     if not out.is_dir():
         raise ConfigError(f"--results {out}: no such folder")
+    every = {r["run_id"]: r for r in iter_records(out)}  # each record read once: the lines and the estimate
     notes = submissions(out)
     states = queue_states([n["job_id"] for n in notes.values()]) if notes else {}
-    current = reconcile(out, notes, states)  # writes failed records for jobs that died without one
-    records = {r["run_id"]: r for r in iter_records(out)}
-    from commbench.launch.owner import holders
-    from commbench.launch.runner import claims_dir
-
+    current = reconcile(out, notes, states, every)  # writes failed records for jobs that died without one
     running = holders(claims_dir(out))  # runs a process on this host is training now (a sweep's lane)
-    todo = []
+    records, todo = dict(every), []
     if args.grid:  # only this grid's runs: those with a record or a job, then those still to do
         wanted = grid_runs(args.grid, args.set, args.only, max_runs=args.max_runs)[1]
         ids = {c.run_id for c in wanted}
@@ -312,45 +348,62 @@ def cmd_status(args) -> int:
         return 0
     counts: dict[str, int] = {}
     left: list[dict] = []  # what is not finished yet, for the time estimate
-    for run_id in sorted(set(records) | set(notes)):
-        r, note = records.get(run_id), notes.get(run_id)
-        state = "running" if run_id in running else current.get(run_id) or r["status"]
+    lines = [_recorded_line(out, run_id, records.get(run_id), notes.get(run_id), current, running, left)
+             for run_id in sorted(set(records) | set(notes))]
+    lines += [_to_do_line(out, cfg, running, left) for cfg in todo]
+    lines += [_unlisted_line(out, run_id, running) for run_id in unlisted]
+    for state, line in lines:
         counts[state] = counts.get(state, 0) + 1
-        c = (r or {}).get("config") or note["config"]
-        m = (r or {}).get("metrics", {}) if record_is_current(r, note) and run_id not in running else {}
-        top1 = f"{m['top1']:.4f}" if m.get("top1") is not None else "—"
-        job = f"  job {note['job_id']}" if note else ""
-        live = _live(out, run_id) if run_id in running else None
-        progress = _checkpoint_step(out, run_id) if state in ("running", "pending", "requeued") else None
-        steps = (_pace(live, c) if live else f"{m.get('steps')}/{c.get('steps')}" if m else
-                 f"{progress}/{c.get('steps')} (checkpoint)" if progress else f"-/{c.get('steps')}")
-        if state not in ("done", "diverged"):
-            left.append(_unfinished(c, live, progress))
-        error = r.get("error") if r is not None and record_is_current(r, note) else None
-        said = running.get(run_id) or error  # a run trained again now: who has it, not how it went last time
-        print(f"{state:9s} {run_id}  {c.get('task')} {c.get('method')} w={c.get('workers')} {c.get('backend')} "
-              f"steps={steps} top1={top1}{job}" + (f"  ({said})" if said else ""))
-    for c in todo:
-        state = "running" if c.run_id in running else "to do"
-        counts[state] = counts.get(state, 0) + 1
-        by = f"  ({running[c.run_id]})" if c.run_id in running else ""
-        live = _live(out, c.run_id) if c.run_id in running else None
-        left.append(_unfinished(c.to_dict(), live, None))
-        steps = _pace(live, left[-1]) if live else f"-/{c.steps}"
-        print(f"{state:9s} {c.run_id}  {c.task} {c.method} w={c.workers} {c.backend} steps={steps}{by}")
-    for run_id in unlisted:
-        counts["running"] = counts.get("running", 0) + 1
-        live = _live(out, run_id)
-        steps = f"  steps={_pace(live, live)}" if live else ""
-        print(f"{'running':9s} {run_id}{steps}  ({running[run_id]})")
+        print(line)
     if notes and states is None:
         print("(no Slurm commands here: the queue state of submitted runs is unknown)", file=sys.stderr)
     print(", ".join(f"{n} {s}" for s, n in sorted(counts.items())), file=sys.stderr)
-    from commbench.analysis.eta import describe, time_left
-
-    if line := describe(*time_left(left, iter_records(out))):
+    if line := describe(*time_left(left, every.values())):
         print(line, file=sys.stderr)
     return 0
+
+
+def _recorded_line(out: Path, run_id: str, record: dict | None, note: dict | None, current: dict, running: dict,
+                   left: list[dict]) -> tuple[str, str]:
+    """A run with a record or a Slurm job: its state and line (an unfinished one also joins ``left``)."""
+    from commbench.launch.queue import Shown, record_is_current
+
+    state = Shown.RUNNING if run_id in running else current.get(run_id) or record["status"]
+    c = (record or {}).get("config") or note["config"]
+    m = (record or {}).get("metrics", {}) if record_is_current(record, note) and run_id not in running else {}
+    top1 = f"{m['top1']:.4f}" if m.get("top1") is not None else "—"
+    job = f"  job {note['job_id']}" if note else ""
+    live = _live(out, run_id) if run_id in running else None
+    progress = _checkpoint_step(out, run_id) if state in (Shown.RUNNING, Shown.PENDING, Shown.REQUEUED) else None
+    steps = (_pace(live, c) if live else f"{m.get('steps')}/{c.get('steps')}" if m else
+             f"{progress}/{c.get('steps')} (checkpoint)" if progress else f"-/{c.get('steps')}")
+    if state not in FINISHED:
+        left.append(_unfinished(c, live, progress))
+    error = record.get("error") if record is not None and record_is_current(record, note) else None
+    said = running.get(run_id) or error  # a run trained again now: who has it, not how it went last time
+    return state, (f"{state:9s} {run_id}  {c.get('task')} {c.get('method')} w={c.get('workers')} "
+                   f"{c.get('backend')} steps={steps} top1={top1}{job}" + (f"  ({said})" if said else ""))
+
+
+def _to_do_line(out: Path, cfg: RunConfig, running: dict, left: list[dict]) -> tuple[str, str]:
+    """A grid's run with no record and no job: to do, or being trained here for the first time."""
+    from commbench.launch.queue import Shown
+
+    state = Shown.RUNNING if cfg.run_id in running else Shown.TO_DO
+    by = f"  ({running[cfg.run_id]})" if cfg.run_id in running else ""
+    live = _live(out, cfg.run_id) if cfg.run_id in running else None
+    left.append(_unfinished(cfg.to_dict(), live, None))
+    steps = _pace(live, left[-1]) if live else f"-/{cfg.steps}"
+    return state, f"{state:9s} {cfg.run_id}  {cfg.task} {cfg.method} w={cfg.workers} {cfg.backend} steps={steps}{by}"
+
+
+def _unlisted_line(out: Path, run_id: str, running: dict) -> tuple[str, str]:
+    """A run being trained here that has no record yet and belongs to no grid asked about."""
+    from commbench.launch.queue import Shown
+
+    live = _live(out, run_id)
+    steps = f"  steps={_pace(live, live)}" if live else ""
+    return Shown.RUNNING, f"{Shown.RUNNING:9s} {run_id}{steps}  ({running[run_id]})"
 
 
 def _live(out: Path, run_id: str) -> dict | None:
@@ -390,11 +443,13 @@ def cmd_table(args) -> int:
             raise ConfigError(f"--paper: no {PROJECT_RESULTS}/ folder here; pass the folder that holds the records "
                               f"to judge (--results DIR; the project's committed ones are a checkout's results/)")
         raise ConfigError(f"--results {args.results}: no such folder")
-    if args.paper:  # where the records come from, on stderr (the table itself may be piped)
-        print(f"commbench: the paper tables judge the records under {Path(args.results).resolve()}", file=sys.stderr)
     if args.out and Path(args.out).is_dir():  # checked first: an hour's table must not fail at its last step
         raise ConfigError(f"--out {args.out}: a folder; --out names the file the table is written to "
                           f"(the records are read from --results)")
+    if args.out:
+        check_target(Path(args.out))  # a FIFO, device or link: refused before any work, in one line
+    if args.paper:  # where the records come from, on stderr (the table itself may be piped)
+        print(f"commbench: the paper tables judge the records under {Path(args.results).resolve()}", file=sys.stderr)
     if args.target is not None and not 0 < args.target <= 1:
         raise ConfigError(f"--target {args.target}: a top-1 as a fraction, in (0, 1]")
     if args.paper:

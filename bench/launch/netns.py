@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from commbench.config import ConfigError, net_rate_bits
-from commbench.launch.owner import Terminated, alive, start_time, unwind_on_sigterm  # noqa: F401 (Terminated: for callers)
+from commbench.launch.owner import alive, start_time, unwind_on_sigterm
 
 STATE_DIR = Path("/run/commbench-netns")
 PREFIX = "cb"

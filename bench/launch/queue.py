@@ -172,23 +172,35 @@ def record_failure(out: Path, note: dict, reason: str) -> dict:
     return record
 
 
-def reconcile(out: Path, notes: dict[str, dict], states: dict[str, JobState] | None) -> dict[str, str]:
+class Shown:
+    """The states ``commbench status`` shows beside a record's :class:`Status`: a run trained now, a job in the
+    queue (Slurm's own state, lower case), a run not started, a job whose state cannot be known."""
+
+    RUNNING, PENDING, REQUEUED, TO_DO = "running", "pending", "requeued", "to do"
+    SUBMITTED, UNKNOWN = "submitted", "unknown"
+
+
+def reconcile(out: Path, notes: dict[str, dict], states: dict[str, JobState] | None,
+              records: dict[str, dict] | None = None) -> dict[str, str]:
     """Each submitted run's current state: a record status, or the job's queue state. Writes a failed record
-    for every job that ended without one."""
+    for every job that ended without one (and puts it in ``records``, the records already read, where given:
+    a run's record is then read from the folder only when its job has ended)."""
     current = {}
     for run_id, note in notes.items():
-        record = read_or_set_aside(out, run_id)
+        record = records.get(run_id) if records is not None else read_or_set_aside(out, run_id)
         if record_is_current(record, note):
             current[run_id] = record["status"]
             continue
         job = (states or {}).get(note["job_id"])
         if job is None:
-            current[run_id] = "unknown" if states is None else "submitted"
+            current[run_id] = Shown.UNKNOWN if states is None else Shown.SUBMITTED
         elif job.ended:
             record = read_or_set_aside(out, run_id)  # the job may have written it since
             if not record_is_current(record, note):
                 record = record_failure(out, note, failure_reason(note, job))
             current[run_id] = record["status"]
+            if records is not None:
+                records[run_id] = record
         else:
             current[run_id] = job.state.lower()
     return current

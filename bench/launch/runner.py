@@ -116,6 +116,47 @@ def run_unclaimed(cfg: RunConfig, out: Path, *, force: bool = False, save_weight
     (its checkpoint is saved): it returns None once the run is requeued, else why it was not, which becomes
     the failed record's error."""
     out = Path(out)
+    finished = _check_before_start(cfg, out, force)
+    if finished is not None:
+        return finished
+    attempt = Attempt(cfg, out, save_weights)
+    progress = Progress(cfg.run_id, cfg.steps, enabled=show_progress and not attempt.quiet, also=also_report)
+    status, error, outcome = Status.FAILED, None, None
+    try:
+        with stop_signals(), unwind_on_sigterm():
+            TASKS[cfg.task].prepare_data(cfg.dataset, Path(cfg.data_root or "data"))
+            outcome = _train_on_transport(attempt, progress)
+        if outcome is None:  # a rank other than 0 under an outside launcher: rank 0 writes the record
+            return RunResult({}, None)
+        status = outcome.status
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (launch.owner.Terminated): the run's stop is recorded
+        progress.close()
+        reason = getattr(exc, "reason", "interrupted (Ctrl-C)")
+        if progress.done:
+            reason += f" at step {progress.done} of {cfg.steps}"
+        attempt.store(Status.FAILED, reason, outcome)
+        raise
+    except RankFailed:  # recorded already; the outside launcher must see this process fail and stop the rest
+        raise
+    except Exception as exc:  # the run failed: say why in the record
+        error = one_line(exc)
+    progress.close()
+    if status == Status.INTERRUPTED:
+        stopped = f"stopped by {outcome.stopped_by} at step {outcome.metrics['steps']} of {cfg.steps}"
+        why_not = requeue(outcome) if requeue else f"checkpoint saved in {attempt.ckpt_dir}: run it again to resume"
+        if why_not is None:
+            return RunResult({}, None, interrupted=outcome)
+        error = f"{stopped}; {why_not}"  # the status stays interrupted: resumable
+    result = attempt.store(status, error, outcome)
+    if result.record["status"] in FINISHED:
+        Checkpoints(attempt.ckpt_dir).remove()
+    return result
+
+
+def _check_before_start(cfg: RunConfig, out: Path, force: bool) -> RunResult | None:
+    """Everything that must hold before anything runs or is written (bad input raises ConfigError: exit 2); the
+    run's finished record where there is one and ``force`` does not ask for a rerun."""
+    outside = cfg.backend == "dist" and under_outside_launcher()
     if cfg.net and under_outside_launcher():
         raise ConfigError(f"net: an emulated network ({cfg.net}) is built by the harness's own local launcher; "
                           f"under torchrun or Slurm the processes already have their network")
@@ -126,7 +167,6 @@ def run_unclaimed(cfg: RunConfig, out: Path, *, force: bool = False, save_weight
     if existing is not None and existing.get("status") in FINISHED and not force:
         return RunResult(existing, out / "runs" / f"{cfg.run_id}.json", skipped=True)
     servers = server_count(cfg)
-    outside = cfg.backend == "dist" and under_outside_launcher()
     if outside and int(os.environ["WORLD_SIZE"]) != cfg.workers + servers:
         raise ConfigError(f"workers: {cfg.workers} (+ {servers} parameter servers), but the outside launcher "
                           f"started {os.environ['WORLD_SIZE']} processes")
@@ -137,68 +177,60 @@ def run_unclaimed(cfg: RunConfig, out: Path, *, force: bool = False, save_weight
         Checkpoints(ckpt_dir).verify()
     except UntrustedCheckpoint as exc:
         raise ConfigError(f"{exc}; move {ckpt_dir} away, or pass --force to start the run over") from None
+    return None
 
-    started_at, t0, code = now(), time.perf_counter(), git_state()
-    quiet_rank = outside and os.environ["RANK"] != "0"
-    progress = Progress(cfg.run_id, cfg.steps, enabled=show_progress and not quiet_rank, also=also_report)
-    status, error, outcome = Status.FAILED, None, None
-    world = {"world_size": cfg.workers, "dist_backend": None}
-    root = Path(cfg.data_root or "data")
+
+class Attempt:
+    """One attempt at a run: when and from which code it started, the world it ran in, and its record."""
+
+    def __init__(self, cfg: RunConfig, out: Path, save_weights: bool):
+        self.cfg, self.out, self.save_weights = cfg, out, save_weights
+        self.started_at, self.t0, self.code = now(), time.perf_counter(), git_state()
+        self.outside = cfg.backend == "dist" and under_outside_launcher()
+        self.quiet = self.outside and os.environ["RANK"] != "0"  # one progress line per run, from rank 0
+        self.world = {"world_size": cfg.workers, "dist_backend": None}
+        self.ckpt_dir = checkpoint_dir(out, cfg.run_id)
+
+    def store(self, status: str, error: str | None, outcome: Outcome | None) -> RunResult:
+        return _store(self.cfg, self.out, status, error, outcome, self.world,
+                      (self.started_at, self.t0, self.code), self.save_weights)
+
+
+def _train_on_transport(attempt: Attempt, progress: Progress) -> Outcome | None:
+    """Train on the run's transport: all workers in this process (sim), this process as one rank of an outside
+    launcher's (torchrun, srun; None on ranks other than 0), or one process per worker started here."""
+    cfg, out = attempt.cfg, attempt.out
+    if cfg.backend == "sim":
+        return train(cfg, SimCommunicator(cfg.workers, num_servers=server_count(cfg)), report=progress.update,
+                     keep_weights=attempt.save_weights,
+                     checkpoints=Checkpoints(attempt.ckpt_dir, cfg.checkpoint_every, poll=1))
+    if attempt.outside:
+        return _run_outside_rank(attempt, progress)
+    outcome, attempt.world = launch_local(cfg, out / "logs" / cfg.run_id, report=progress.update,
+                                          save_weights=attempt.save_weights, checkpoint_dir=attempt.ckpt_dir)
+    return outcome
+
+
+def _run_outside_rank(attempt: Attempt, progress: Progress) -> Outcome | None:
+    from commbench.methods.comm import make_dist_communicator
+
+    cfg = attempt.cfg
+    comm = make_dist_communicator(num_servers=server_count(cfg))
     try:
-        with stop_signals(), unwind_on_sigterm():
-            TASKS[cfg.task].prepare_data(cfg.dataset, root)
-            if cfg.backend == "sim":
-                outcome = train(cfg, SimCommunicator(cfg.workers, num_servers=servers), report=progress.update,
-                                keep_weights=save_weights,
-                                checkpoints=Checkpoints(ckpt_dir, cfg.checkpoint_every, poll=1))
-            elif outside:
-                from commbench.methods.comm import make_dist_communicator
-
-                comm = make_dist_communicator(num_servers=servers)
-                try:
-                    world = {"world_size": comm.world_size, "dist_backend": comm.backend}
-                    outcome = run_rank(cfg, comm, report=progress.update, keep_weights=save_weights,
-                                       checkpoint_dir=ckpt_dir)
-                except Exception as exc:
-                    # Record the failure while still in the process group: the peers fail only once this
-                    # process has left it, so the first record of this attempt names the cause, not its echo.
-                    progress.close()
-                    error = one_line(exc) if comm.rank == 0 else f"{_rank_name(cfg, comm.rank)}: {one_line(exc)}"
-                    record = None
-                    if not _failed_since(out, cfg.run_id, started_at):
-                        record = _store(cfg, out, Status.FAILED, error, None, world, (started_at, t0, code),
-                                        False).record
-                    raise RankFailed(error, record) from exc
-                finally:
-                    comm.close()
-                if outcome is None:  # not rank 0: rank 0 writes the record
-                    return RunResult({}, None)
-            else:
-                outcome, world = launch_local(cfg, out / "logs" / cfg.run_id, report=progress.update,
-                                              save_weights=save_weights, checkpoint_dir=ckpt_dir)
-        status = outcome.status
-    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (launch.owner.Terminated): the run's stop is recorded
+        attempt.world = {"world_size": comm.world_size, "dist_backend": comm.backend}
+        return run_rank(cfg, comm, report=progress.update, keep_weights=attempt.save_weights,
+                        checkpoint_dir=attempt.ckpt_dir)
+    except Exception as exc:
+        # Record the failure while still in the process group: the peers fail only once this
+        # process has left it, so the first record of this attempt names the cause, not its echo.
         progress.close()
-        reason = getattr(exc, "reason", "interrupted (Ctrl-C)")
-        if progress.done:
-            reason += f" at step {progress.done} of {cfg.steps}"
-        _store(cfg, out, Status.FAILED, reason, outcome, world, (started_at, t0, code), save_weights)
-        raise
-    except RankFailed:  # recorded already; the outside launcher must see this process fail and stop the rest
-        raise
-    except Exception as exc:  # the run failed: say why in the record
-        error = one_line(exc)
-    progress.close()
-    if status == Status.INTERRUPTED:
-        stopped = f"stopped by {outcome.stopped_by} at step {outcome.metrics['steps']} of {cfg.steps}"
-        why_not = requeue(outcome) if requeue else f"checkpoint saved in {ckpt_dir}: run it again to resume"
-        if why_not is None:
-            return RunResult({}, None, interrupted=outcome)
-        error = f"{stopped}; {why_not}"  # the status stays interrupted: resumable
-    result = _store(cfg, out, status, error, outcome, world, (started_at, t0, code), save_weights)
-    if result.record["status"] in FINISHED:
-        Checkpoints(ckpt_dir).remove()
-    return result
+        error = one_line(exc) if comm.rank == 0 else f"{_rank_name(cfg, comm.rank)}: {one_line(exc)}"
+        record = None
+        if not _failed_since(attempt.out, cfg.run_id, attempt.started_at):
+            record = attempt.store(Status.FAILED, error, None).record
+        raise RankFailed(error, record) from exc
+    finally:
+        comm.close()
 
 
 def _store(cfg: RunConfig, out: Path, status: str, error: str | None, outcome: Outcome | None, world: dict,

@@ -12,6 +12,7 @@ from commbench.cli import Parser
 from commbench.config import ConfigError
 from commbench.analysis.perfmodel import alphabeta
 from commbench.cli import model as command
+from commbench.config.parsers import rate_bytes
 from commbench.analysis.perfmodel import ssdsgd
 from commbench.analysis.perfmodel import terngrad
 from commbench.analysis.perfmodel import gradient_bytes as gb
@@ -239,13 +240,13 @@ def test_gradient_bytes_bad_names():
 @pytest.mark.parametrize("text,value", [("1gbit", 1.25e8), ("100mbit", 1.25e7), ("10gbit", 1.25e9),
                                         ("10Gbps", 1.25e9), ("15.75GB", 15.75e9), ("1 Gbit/s", 1.25e8)])
 def test_parse_rate(text, value):
-    assert command.parse_rate(text) == pytest.approx(value)
+    assert rate_bytes(text) == pytest.approx(value)
 
 
 @pytest.mark.parametrize("text", ["fast", "1gb", "-1gbit", "0mbit", "gbit", ""])
 def test_parse_rate_rejects(text):
     with pytest.raises(ConfigError, match="--network"):
-        command.parse_rate(text, "--network")
+        rate_bytes(text, "--network")
 
 
 def test_non_positive_parameters():
@@ -287,9 +288,12 @@ def test_cli_terngrad_table(capsys):
 
 
 def test_cli_record_and_calibration(tmp_path, capsys):
-    record = tmp_path / "run.json"
-    record.write_text(json.dumps({"config": {"task": "lenet-mnist", "batch_per_worker": 16, "workers": 1,
-                                             "backend": "sim"}, "metrics": {"train_s": 2.0, "steps": 100}}))
+    from tests.helpers import write_record
+
+    written = write_record(tmp_path, "lenet-mnist_baseline_w1_0123456789", workers=1, backend="sim", steps=100,
+                           config={"batch_per_worker": 16})
+    record = tmp_path / "runs" / "lenet-mnist_baseline_w1_0123456789.json"
+    record.write_text(json.dumps({**written, "metrics": {**written["metrics"], "train_s": 2.0}}))
     calibration = tmp_path / "cal.json"
     calibration.write_text(json.dumps({"fits": {"allreduce": {"alpha_s": 1e-4, "beta_s_per_byte": 1e-8, "r2": 1.0,
                                                               "residual_rms_s": 0.0, "n": 4}}}))

@@ -144,13 +144,34 @@ def test_every_config_field_comes_from_one_declaration():
     enter the record (and the run id) without a declaration saying whether it is in the id."""
     import dataclasses
 
-    from commbench.config import BOOKKEEPING, SETTINGS, RunConfig
+    from commbench.config import BOOKKEEPING, DERIVED, SETTINGS, RunConfig, Setting
+    from commbench.config.parsers import integer
+    from commbench.config.runconfig import config_fields
 
     fields = {f.name for f in dataclasses.fields(RunConfig)}
-    declared = {s.config_field for s in SETTINGS}
-    derived = {"batch_per_worker", "method_params", "method_version"}  # the batch split, the method's own
-    assert fields == declared | set(BOOKKEEPING) | derived
+    assert fields == {s.config_field for s in SETTINGS} | set(BOOKKEEPING) | set(DERIVED)
     assert len({s.key for s in SETTINGS}) == len(SETTINGS)
+    grown = [name for name, _type, _field in config_fields(SETTINGS + (Setting("knob", integer(0), implicit=3),))]
+    assert set(grown) - fields == {"knob"}  # a new declaration is a new field, with its implicit as its default
+    old = {f.name: f.default for f in dataclasses.fields(RunConfig) if f.default is not dataclasses.MISSING}
+    assert old == {"method_version": 1, "checkpoint_every": 0, "step_sleep_s": 0.0, "net": None, "node_link": None,
+                   "exchange": "after-backward", "bucket_mb": 25.0, "precision": "fp32"}  # what older records read as
+
+
+@pytest.mark.parametrize("setting", [s.key for s in __import__("commbench.config").config.SETTINGS])
+def test_every_declared_setting_is_checked_and_sourced(setting):
+    """From each declaration come its check (a bad value is refused, naming the key) and its source (where
+    --dry-run says its value came from)."""
+    from commbench.config import describe
+
+    base = {"task": "lenet-mnist", "method": "baseline", "dataset": "synthetic"}
+    with pytest.raises(ConfigError) as err:
+        resolve({**base, setting: object()})
+    assert str(err.value).startswith(f"{setting}: "), err.value
+    cfg = resolve(base)
+    if setting != "epochs":  # resolved into steps
+        assert cfg.sources[setting], setting
+        assert any(line.startswith(f"{setting} ") for line in describe(cfg).splitlines())
 
 
 @pytest.mark.parametrize("key,value", [("data_root", "/elsewhere"), ("threads", 1), ("checkpoint.every", 50),

@@ -52,6 +52,26 @@ class Fit:
         return {**asdict(self), "bandwidth_bytes_per_s": self.bandwidth_bytes_per_s}
 
 
+def load_fit(path: str | Path, op: str = "allreduce") -> Fit:
+    """The ``op`` fit of a calibration file (``commbench model calibrate``), checked to be a latency and a
+    bandwidth; ConfigError naming the file otherwise."""
+    try:
+        data = json.loads(Path(path).read_text())
+        f = data["fits"][op]
+        loaded = Fit(float(f["alpha_s"]), float(f["beta_s_per_byte"]), float(f["r2"]), float(f["residual_rms_s"]),
+                     int(f["n"]), str(f.get("weighting", "ols")))
+    except FileNotFoundError:
+        raise ConfigError(f"--calibration: no file {path}") from None
+    except (ValueError, KeyError, TypeError, OSError):
+        raise ConfigError(f"--calibration: {path} has no {op} fit (write one with: commbench model calibrate)") \
+            from None
+    if loaded.alpha_s < 0 or loaded.beta_s_per_byte <= 0:
+        raise ConfigError(f"--calibration: the {op} fit in {path} has alpha {loaded.alpha_s:.3g} s, beta "
+                          f"{loaded.beta_s_per_byte:.3g} s/B; a latency and a bandwidth need alpha >= 0 and beta > 0 "
+                          "(refit with --weighting relative, or give --network and --latency-us)")
+    return loaded
+
+
 def fit(samples: Sequence[tuple[float, float]], weighting: str = "ols") -> Fit:
     """Least squares t = alpha + beta * b over (bytes, seconds) samples; needs two distinct sizes.
 

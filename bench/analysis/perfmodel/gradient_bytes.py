@@ -28,7 +28,7 @@ from commbench.methods import METHODS, Worker
 from commbench.methods.comm import SimCommunicator
 from commbench.tasks import TASKS
 
-from commbench.config import ConfigError, _method_params
+from commbench.config import ConfigError, method_params_of
 
 THRESHOLD_METHODS = ("wgt", "bgt", "qgt")
 
@@ -74,7 +74,7 @@ def resolve_method_params(task_name: str, method: str, overrides: Mapping[str, A
     _method(method)
     recipe = recipe or next(iter(task.recipes))
     settings = {f"method.{k.removeprefix('method.')}": v for k, v in (overrides or {}).items()}
-    params, _sources = _method_params(task, recipe, method, settings)
+    params, _sources = method_params_of(task, recipe, method, settings)
     return params
 
 

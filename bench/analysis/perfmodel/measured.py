@@ -34,8 +34,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from commbench.config import net_rate_bits
-from commbench.store.records import Status, iter_records
+from commbench.config import ConfigError, net_rate_bits
+from commbench.store.records import Status, UnreadableRecord, iter_records, load_record
 from commbench.analysis.perfmodel.terngrad import LATENCY_1GBE, predict
 
 NO_COPY = 1e18  # bytes/s: CPU workers have no host-device copy to pay
@@ -48,6 +48,22 @@ def _key(cfg: dict) -> tuple:
 def _step_s(record: dict | None) -> float | None:
     m = (record or {}).get("metrics") or {}
     return m["train_s"] / m["steps"] if m.get("train_s") and m.get("steps") else None
+
+
+def step_time_of(path: str) -> dict:
+    """One worker's step time and batch from a run record (``--record``): metrics.train_s / metrics.steps, with
+    the run's task, workers and backend (a multi-worker run's step time includes its exchange)."""
+    try:
+        record = load_record(Path(path))
+    except UnreadableRecord as exc:
+        raise ConfigError(f"--record: {exc}") from None
+    metrics, config = record["metrics"], record["config"]
+    step_s = _step_s(record)
+    if step_s is None or not step_s > 0:
+        raise ConfigError(f"--record: {path} has no timed steps (train_s={metrics.get('train_s')}, "
+                          f"steps={metrics.get('steps')})")
+    return {"step_time_s": step_s, "batch": config.get("batch_per_worker"), "task": config.get("task"),
+            "workers": config.get("workers"), "backend": config.get("backend"), "path": path}
 
 
 def servers_of(record: dict) -> int:
