@@ -17,7 +17,6 @@ byte-for-byte reproducible: no timestamps in the files, runs sorted before plott
 from __future__ import annotations
 
 import json
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -28,6 +27,7 @@ from commbench.store.safe_io import ensure_folder, write_with
 from commbench.store.records import Status, iter_records
 
 THRESHOLD_METHODS = ("wgt", "bgt", "qgt")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 TOP1 = "top-1 accuracy (fraction of the test set)"  # one unit everywhere: the records' own
 # how a fixed setting appears in a file name: column -> prefix (in this order)
 NAME_PARTS = (("dataset", ""), ("workers", "w"), ("backend", ""), ("global_batch", "b"), ("batch_per_worker", "pw"),
@@ -60,15 +60,17 @@ def runs_frame(results: Path) -> pd.DataFrame:
 
 
 def variant_labels(frame: pd.DataFrame) -> pd.Series:
-    """Each run's line label: its method, plus the method parameters where they differ from the most common
-    parameters of that method in the figure (``terngrad (clip=0.0)``)."""
+    """Each run's line label: its method, plus every method parameter whose value varies among that method's runs
+    in the figure (``bgt (threshold=0.001)``, ``terngrad (clip=0.0)``): different settings are different lines,
+    never one point averaged over them; seeds of one setting share a label."""
     labels = {}
     for method, runs in frame.groupby("method", sort=True):
-        usual = json.loads(Counter(runs["params"]).most_common(1)[0][0])
-        for idx, text in runs["params"].items():
-            params = json.loads(text)
-            diff = {k: v for k, v in params.items() if usual.get(k) != v and k not in ("threshold", "k", "warmup")}
-            labels[idx] = method + (f" ({', '.join(f'{k}={v}' for k, v in sorted(diff.items()))})" if diff else "")
+        params = {idx: json.loads(text) for idx, text in runs["params"].items()}
+        keys = sorted({k for p in params.values() for k in p})
+        varying = [k for k in keys if len({json.dumps(p.get(k), sort_keys=True) for p in params.values()}) > 1]
+        for idx, p in params.items():
+            shown = ", ".join(f"{k}={p.get(k)}" for k in varying)
+            labels[idx] = method + (f" ({shown})" if shown else "")
     return pd.Series(labels).reindex(frame.index)
 
 
@@ -104,6 +106,7 @@ def _accuracy_vs_bytes(ax, frame: pd.DataFrame) -> bool:
         ax.annotate(f"{row['threshold']:g}", (row["gb_sent"], row["top1"]), fontsize=6, alpha=0.7,
                     textcoords="offset points", xytext=(3, 3))
     ax.set_xscale("log")
+    _readable_log_ticks(ax)
     ax.set(xlabel="GB sent by all workers, on the wire (log)", ylabel=TOP1)
     return True
 
@@ -205,21 +208,83 @@ def _real_data(f: pd.DataFrame) -> pd.DataFrame:
     return f[~f["synthetic"]]
 
 
+def _history_curve(group: pd.DataFrame) -> pd.DataFrame:
+    """Top-1 against GB sent at each evaluation step, the mean over a variant's seeds at the steps all of them
+    evaluated (the seeds of a threshold method send different bytes by the same step)."""
+    points = [{"step": h.get("step"), "gb": h["bytes_sent"] / 1e9, "top1": h["top1"]}
+              for _, row in group.iterrows() for h in row["history"]
+              if isinstance(h.get("top1"), (int, float)) and isinstance(h.get("bytes_sent"), (int, float))]
+    if not points:
+        return pd.DataFrame(columns=["gb", "top1"])
+    by_step = pd.DataFrame(points).groupby("step")
+    curve = by_step[["gb", "top1"]].mean().assign(count=by_step.size())
+    return curve[curve["count"] == len(group)]
+
+
+def _coincident_offsets(ends: dict[str, tuple[float, float]]) -> dict[str, int]:
+    """How many places (0, 1, 2, ...) to shift each variant's end point sideways so that points which coincide
+    (within 1% of their bytes and 0.001 of top-1) stay visible: same bytes and accuracy is a finding, not a
+    reason for one method to vanish behind another."""
+    shifts, placed = {}, []
+    for label, (gb, top1) in ends.items():
+        same = [other for other, (g, t) in placed if abs(g - gb) <= 0.01 * max(g, gb) and abs(t - top1) <= 1e-3]
+        shifts[label] = len(same)
+        placed.append((label, (gb, top1)))
+    return shifts
+
+
+def _readable_log_ticks(ax) -> None:
+    """Labels at 1, 2 and 5 per decade over up to two decades, 1 and 3 up to four, powers of ten beyond; no
+    minor labels: matplotlib labels every minor tick of an axis under a decade (2.925x10^0, 2.95x10^0, ...) and
+    those labels run into each other."""
+    import math
+
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    ax.autoscale_view()
+    lo, hi = sorted(ax.get_xlim())
+    decades = math.log10(hi / lo) if lo > 0 else 9
+    subs = (1.0, 2.0, 5.0) if decades <= 2 else (1.0, 3.0) if decades <= 4 else (1.0,)
+    ax.xaxis.set_major_locator(LogLocator(base=10, subs=subs, numticks=12))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
 def _all_methods_vs_bytes(ax, frame: pd.DataFrame) -> bool:
-    """Every method (and parameter choice) of one setting: mean top-1 against mean bytes sent, with error bars
-    of one standard deviation over its seeds (where it has 2 or more)."""
+    """Every method (and parameter choice) of one setting: its training curve (top-1 at each evaluation against
+    the bytes sent so far, mean over seeds), ending in the final point with error bars of one standard deviation
+    over its seeds (where it has 2 or more). End points that coincide are shifted sideways and say so."""
+    from matplotlib.transforms import ScaledTranslation
+
     data = frame.assign(line=variant_labels(frame))
     if data["line"].nunique() < 2:
         return False
-    for i, (label, group) in enumerate(data.groupby("line", sort=True)):
-        n = len(group)
-        ax.errorbar(group["gb_sent"].mean(), group["top1"].mean(),
-                    xerr=group["gb_sent"].std() if n > 1 else None, yerr=group["top1"].std() if n > 1 else None,
-                    fmt="o", capsize=3, color=f"C{i % 10}", label=f"{label} (n={n})")
+    groups = dict(list(data.groupby("line", sort=True)))
+    shifts = _coincident_offsets({label: (g["gb_sent"].mean(), g["top1"].mean()) for label, g in groups.items()})
+    methods = sorted(data["method"].unique())
+    for i, (label, group) in enumerate(groups.items()):
+        # one colour per method, one marker per setting of it
+        method = group["method"].iloc[0]
+        n, color = len(group), f"C{methods.index(method) % 10}"
+        marker = MARKERS[sum(1 for other in list(groups)[:i] if groups[other]["method"].iloc[0] == method) % 8]
+        curve = _history_curve(group)
+        if len(curve) > 1:
+            ax.plot(curve["gb"], curve["top1"], color=color, lw=0.9, alpha=0.6)
+        note = f", drawn {5 * shifts[label]} pt right: same point as another" if shifts[label] else ""
+        bars = ax.errorbar(group["gb_sent"].mean(), group["top1"].mean(),
+                           xerr=group["gb_sent"].std() if n > 1 else None,
+                           yerr=group["top1"].std() if n > 1 else None,
+                           fmt=marker, capsize=3, color=color, label=f"{label} (n={n}{note})")
+        if shifts[label]:  # moved on the screen only: the axis limits stay those of the data
+            sideways = ScaledTranslation(5 * shifts[label] / 72, 0, ax.figure.dpi_scale_trans)
+            for artist in bars.get_children():
+                artist.set_transform(artist.get_transform() + sideways)
     if (data["gb_sent"] > 0).all():
         ax.set_xscale("log")
+        _readable_log_ticks(ax)
     ax.legend(fontsize=6)
-    ax.set(xlabel="GB sent by all workers (log; error bars: 1 std over seeds)", ylabel=TOP1)
+    ax.set(xlabel="GB sent by all workers (log)\nlines: top-1 during training; points: the end, 1 std over seeds",
+           ylabel=TOP1)
     return True
 
 

@@ -1,1 +1,1 @@
-"""Launchers: how the processes of a run are started (local processes here; Slurm in bench.launch.slurm)."""
+"""Launchers: how the processes of a run are started (local processes here; Slurm in commbench.launch.slurm)."""

@@ -1,7 +1,7 @@
 """What must hold before a run starts, checked before anything is written: exit 2 and one line, not a failed
 record after the training (or an error at the end of it).
 
-Static limits (a seed's range, a batch larger than the data set) are :func:`bench.config.resolve`'s; these
+Static limits (a seed's range, a batch larger than the data set) are :func:`commbench.config.resolve`'s; these
 are the checks against this machine: the output folder can be written, the data root is a folder, the data
 set is on disk (or can be fetched now), a CUDA device exists where one is asked for, an emulated network can
 hold the run's processes.

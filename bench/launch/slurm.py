@@ -4,7 +4,7 @@ Submission is non-blocking: the jobs go out, their ids are printed and noted und
 ``commbench status`` follows them. ``--wait`` blocks with a progress bar until every run has a record.
 
 In the job, :class:`SlurmRun` sets up torch.distributed from Slurm's variables (one task per process: the
-run's workers, then its parameter servers), runs the configuration with :func:`bench.runner.execute` from
+run's workers, then its parameter servers), runs the configuration with :func:`commbench.launch.runner.execute` from
 the frozen code copy, and on Slurm's warning signal (SIGUSR2 ``signal_delay_s`` before the time limit, or on
 preemption) saves a checkpoint and requeues itself; the requeued job resumes from the checkpoint.
 """

@@ -232,3 +232,64 @@ def test_error_bars_over_seeds_in_the_every_method_figure(tmp_path):
     assert len(bars) == 3 and {t.get_text().split(" (")[0] for t in ax.get_legend().get_texts()} == \
         {"baseline", "terngrad", "bgt"}
     plt.close(fig)
+
+
+def _every_method_axes(tmp_path, methods, history=None):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from commbench.analysis.plots import _all_methods_vs_bytes, runs_frame
+
+    for method, top1, sent in methods:
+        write_record(tmp_path, method, method=method, top1=top1, bytes_sent=sent)
+    frame = runs_frame(tmp_path)
+    if history is not None:
+        frame["history"] = [history(row) for _, row in frame.iterrows()]
+    fig, ax = plt.subplots()
+    assert _all_methods_vs_bytes(ax, frame)
+    fig.canvas.draw()
+    return fig, ax
+
+
+def test_methods_at_the_same_bytes_and_accuracy_are_both_seen_and_the_legend_says_one_was_moved(tmp_path):
+    import matplotlib.pyplot as plt
+
+    fig, ax = _every_method_axes(tmp_path, [("baseline", 0.9, 1000), ("fp16", 0.9, 1000), ("bgt", 0.8, 10)])
+    dots = {c.get_label(): c.lines[0].get_window_extent(fig.canvas.get_renderer()) for c in ax.containers}
+    fp16 = next(k for k in dots if k.startswith("fp16"))
+    base = next(k for k in dots if k.startswith("baseline"))
+    assert abs(dots[fp16].x0 - dots[base].x0) >= 4  # points apart on the screen, not on top of each other
+    moved = [k for k in dots if "same point as another" in k]
+    assert len(moved) == 1 and not any("same point" in k for k in dots if k.startswith("bgt"))
+    plt.close(fig)
+
+
+def test_each_method_is_drawn_as_its_curve_from_the_history(tmp_path):
+    import matplotlib.pyplot as plt
+
+    def history(row):  # three evaluations on the way to the final point
+        return [{"step": s, "top1": row["top1"] * s / 3, "bytes_sent": row["gb_sent"] * 1e9 * s / 3}
+                for s in (1, 2, 3)]
+
+    fig, ax = _every_method_axes(tmp_path, [("baseline", 0.9, 1000), ("bgt", 0.8, 10)], history)
+    curves = [line for line in ax.get_lines() if len(line.get_xdata()) == 3]
+    assert len(curves) == 2 and sorted(max(c.get_ydata()) for c in curves) == pytest.approx([0.8, 0.9])
+    plt.close(fig)
+
+
+@pytest.mark.parametrize("sent", [(2.9e9, 3.0e9, 3.1e9), (0.9e9, 1.6e9, 3e9), (1e7, 3e8, 3e9), (1e6, 1e8, 6e9)],
+                         ids=["within 7%", "within a decade", "over two decades", "over four decades"])
+def test_log_axis_tick_labels_do_not_overlap(tmp_path, sent):
+    """Methods whose bytes differ by a few percent (fp32 against bf16 compute) gave matplotlib's log axis nine
+    minor labels such as 2.925x10^0 in a row, running into each other."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = _every_method_axes(tmp_path, list(zip(("baseline", "terngrad", "bgt"), (0.9, 0.89, 0.8), sent)))
+    renderer, (lo, hi) = fig.canvas.get_renderer(), ax.get_xlim()
+    labels = [*ax.xaxis.get_majorticklabels(), *ax.xaxis.get_minorticklabels()]
+    boxes = sorted((t.get_window_extent(renderer) for t in labels
+                    if t.get_text() and t.get_visible() and lo <= t.get_position()[0] <= hi), key=lambda b: b.x0)
+    assert len(boxes) >= 2 and all(a.x1 < b.x0 for a, b in zip(boxes, boxes[1:]))
+    plt.close(fig)

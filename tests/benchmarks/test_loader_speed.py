@@ -8,8 +8,8 @@
 - imagenet-folder (for reading, no ratio): JPEGs of ImageNet's typical size (500 x 375) through the DataLoader
   path, ``caffe`` augmentation, 32 per batch, with 0 and 2 loader workers: images/s.
 
-Batches come from ``train_stream`` over the loop's ``GlobalBatches``, exactly as ``bench.train`` reads them,
-in this process; compute uses each worker's share of the cores as ``bench.train.set_threads`` gives 2 local
+Batches come from ``train_stream`` over the loop's ``GlobalBatches``, exactly as ``commbench.run.train`` reads them,
+in this process; compute uses each worker's share of the cores as ``commbench.run.train.set_threads`` gives 2 local
 workers. Both are medians over ``STEPS`` after a warm-up. The ratio loader_time / step_time should be well
 below 1: the loader is then not what limits a run. Reported, not asserted; results land in
 ``results/benchmarks/loader.json``. Run with ``python -m pytest -m benchmark tests/benchmarks/test_loader_speed.py -s``.
