@@ -77,6 +77,8 @@ def _compile():
                         v = np.float32(body[4 * k + p]) * v
                     total[c >> 1] += v
             return
+        if k == 0:
+            return
         m = (n + 7) // 8
         if kind == 0:  # float32 values, then the bitmap
             vals = body[:4 * k].view(np.float32)
@@ -86,20 +88,26 @@ def _compile():
             mk = (k + 7) // 8
             signs = body[m:m + mk]
             mult = body[m + mk:m + mk + k]
+        # branch-free: every element reads a value (the next one to add, or the last one past the end) and keeps
+        # its old total where its bit is clear; at a third of the elements sent, a branch per element is
+        # mispredicted often enough to make this walk 3x slower (WGT, 4M elements, T = 0.001)
+        last = k - 1
         p = 0
         for plane in range(8):
             start = plane * m
             stop = min(start + m, n)
             for i in range(start, stop):
-                if (bits[i - start] >> plane) & 1:
-                    if kind == 0:
-                        v = vals[p]
-                    else:
-                        v = -t if (signs[p % mk] >> (p // mk)) & 1 else t
-                        if kind == 2:
-                            v = np.float32(mult[p]) * v
-                    total[i] += v
-                    p += 1
+                b = (bits[i - start] >> plane) & 1
+                q = p if p < last else last
+                if kind == 0:
+                    v = vals[q]
+                else:
+                    v = -t if (signs[q % mk] >> (q // mk)) & 1 else t
+                    if kind == 2:
+                        v = np.float32(mult[q]) * v
+                x = total[i]
+                total[i] = x + v if b else x
+                p += b
 
     return select, add
 
