@@ -7,19 +7,21 @@ from pathlib import Path
 
 import pandas as pd
 
+from commbench.analysis.tta import Arm, speedup, strongest, time_to
 from commbench.config import flat_items, setting_of
 from commbench.store.records import Status, iter_records
 
 COLUMNS = ["task", "dataset", "method", "params", "differs", "workers", "backend", "tier", "steps", "n", "status",
            "top1", "bytes/worker/step", "recv/worker/step", "fp32/sent", "images/s", "comm exposed",
-           "time to target (s)"]
+           "time to target (s)", "vs strongest baseline"]
 # The machine-readable table (--format csv/json): plain numbers, units in the names. Accuracy is a fraction of
 # the evaluation set (0-1) here as in the records.
 DATA_COLUMNS = ["task", "dataset", "substitute_for", "method", "params", "differs", "workers", "backend", "tier",
                 "steps", "n_runs", "n_done", "seeds", "status", "top1_mean", "top1_std", "top5_mean",
                 "bytes_sent_per_worker_step", "bytes_received_per_worker_step", "fp32_bytes_over_sent",
-                "images_per_s_mean", "images_per_s_std", "comm_exposed_share", "target_top1", "time_to_target_s",
-                "runs_reaching_target", "runs_untimed", "setting_id"]
+                "images_per_s_mean", "images_per_s_std", "comm_exposed_share", "target_top1", "target_source",
+                "time_to_target_s", "runs_reaching_target", "runs_untimed", "strongest_baseline",
+                "speedup_vs_strongest", "speedup_low", "speedup_high", "speedup_pairs", "setting_id"]
 # time to accuracy: by default the first point at which a run reaches its setting's baseline's final top-1 minus this
 TARGET_BELOW_BASELINE = 0.005
 # what a run's baseline shares with it: its setting less the method's own choices
@@ -56,6 +58,7 @@ def records_frame(root: Path) -> pd.DataFrame:
             # whether its evaluations say when they happened: a history without train_s cannot time the target
             "timed": any(isinstance(h.get("train_s"), (int, float)) for h in r.get("history", [])
                          if isinstance(h, dict) and isinstance(h.get("top1"), (int, float))),
+            "eval_target": cfg.get("eval_target"),
             "setting": _key(setting),
             "setting_flat": flat_items(setting),
             "baseline_setting": _key({k: v for k, v in setting.items() if k not in METHOD_FIELDS}),
@@ -69,11 +72,6 @@ def _exposed_share(metrics: dict) -> float | None:
     if not isinstance(breakdown, dict) or not train_s or not isinstance(breakdown.get("wait_s"), (int, float)):
         return None
     return breakdown["wait_s"] / train_s
-
-
-def time_to(curve: list[tuple[float, float]], target: float) -> float | None:
-    """Training seconds at the first evaluation whose top-1 reaches ``target``, or None if none does."""
-    return next((t for t, top1 in curve if top1 >= target), None)
 
 
 def chosen_params(cfg: dict) -> str:
@@ -133,31 +131,42 @@ def _differs(groups: list[pd.DataFrame]) -> dict[str, str]:
     return out
 
 
+def _goal(group: pd.DataFrame, target: float | None, baseline_top1: float | None) -> tuple[float | None, str]:
+    """The top-1 a setting's time to accuracy is measured to, and where it comes from: the reader's --target, else
+    the one its runs declared before they ran (eval.target), else its fp32 baseline's final top-1 less 0.5 points
+    (a baseline that learned nothing, on synthetic data, sets none)."""
+    if target is not None:
+        return target, "given"
+    declared = group["eval_target"].dropna().unique()
+    if len(declared) == 1:
+        return float(declared[0]), "declared"
+    if baseline_top1 is not None and pd.notna(baseline_top1) and baseline_top1 > TARGET_BELOW_BASELINE:
+        return baseline_top1 - TARGET_BELOW_BASELINE, "derived"
+    return None, ""
+
+
 def comparison_data(frame: pd.DataFrame, target: float | None = None) -> pd.DataFrame:
     """One row per setting (everything that enters the run id but the seed): its runs' means, plain numbers.
-    Time to accuracy: training seconds until a run first reaches ``target`` top-1, or by default its setting's
-    baseline's final top-1 minus 0.5 points (the baseline: the same setting with method baseline)."""
+    Time to accuracy (analysis/tta.py): training seconds until a run first reaches the target top-1 (``target``,
+    else the one the runs declared, else the baseline's final top-1 less 0.5 points), and the speed-up against
+    the strongest of the fp32, fp16 and bf16 all-reduce of the same setting, seeds paired."""
     if frame.empty:
         return pd.DataFrame(columns=DATA_COLUMNS)
     done_frame = frame[frame["status"] == Status.DONE]
     baseline_top1 = done_frame[done_frame["method"] == "baseline"].groupby("baseline_setting")["top1"].mean()
     groups = [g for _, g in frame.groupby("setting", sort=False)]
     differs = _differs(groups)
-    rows = []
+    rows, arms = [], []
     for group in groups:
         first = group.iloc[0]
         done = group[group["status"] == Status.DONE]
         statuses = group["status"].value_counts()
-        goal = target
-        if goal is None:
-            base = baseline_top1.get(first["baseline_setting"])
-            # a baseline that learned nothing (synthetic data) sets no target
-            goal = (base - TARGET_BELOW_BASELINE if base is not None and pd.notna(base)
-                    and base > TARGET_BELOW_BASELINE else None)
+        goal, source = _goal(group, target, baseline_top1.get(first["baseline_setting"]))
         timed = done[done["timed"]]
-        times = [time_to(c, goal) for c in timed["curve"]] if goal is not None else []
-        reached = [t for t in times if t is not None]
+        times = {seed: time_to(curve, goal) for seed, curve in zip(timed["seed"], timed["curve"])} if goal else {}
+        reached = [t for t in times.values() if t is not None]
         substitutes = group["substitute"].dropna()
+        arms.append((first["baseline_setting"], goal, Arm(first["method"], times)))
         rows.append({
             "task": first["task"], "dataset": first["dataset"],
             "substitute_for": substitutes.iloc[0] if not substitutes.empty else None,
@@ -171,17 +180,30 @@ def comparison_data(frame: pd.DataFrame, target: float | None = None) -> pd.Data
             "bytes_received_per_worker_step": _mean(done["received_per_worker_step"]),
             "fp32_bytes_over_sent": _mean(done["compression"]),
             "images_per_s_mean": _mean(done["images_per_s"]), "images_per_s_std": _std(done["images_per_s"]),
-            "comm_exposed_share": _mean(done["exposed"]), "target_top1": goal,
+            "comm_exposed_share": _mean(done["exposed"]), "target_top1": goal, "target_source": source,
             "time_to_target_s": sum(reached) / len(reached) if reached else None,
             # of the runs whose history times their evaluations: a run without train_s is unknown, not unreached
             "runs_reaching_target": len(reached) if goal is not None and len(timed) else None,
             "runs_untimed": len(done) - len(timed),
             "setting_id": hashlib.sha256(first["setting"].encode()).hexdigest()[:10],
         })
+    for row, (where, goal, arm) in zip(rows, arms):
+        row.update(_against_strongest(arm, [a for w, g, a in arms if w == where and g == goal]))
     data = pd.DataFrame(rows)
     order = ["task", "dataset", "method", "params", "workers", "backend", "tier", "steps", "differs"]
     data = data.sort_values(order, key=lambda c: c.astype(str), kind="stable", ignore_index=True)
     return data
+
+
+def _against_strongest(arm: Arm, rivals: list[Arm]) -> dict:
+    """The strongest all-reduce arm among ``rivals`` (the same setting and target), and ``arm``'s speed-up."""
+    strong = strongest(rivals)
+    if strong is None or not arm.times:
+        return {"strongest_baseline": strong.method if strong else None, "speedup_vs_strongest": None,
+                "speedup_low": None, "speedup_high": None, "speedup_pairs": 0}
+    paired = speedup(strong, arm)
+    return {"strongest_baseline": strong.method, "speedup_vs_strongest": paired.ratio, "speedup_low": paired.low,
+            "speedup_high": paired.high, "speedup_pairs": paired.pairs}
 
 
 def comparison(frame: pd.DataFrame, target: float | None = None) -> pd.DataFrame:
@@ -206,11 +228,22 @@ def comparison(frame: pd.DataFrame, target: float | None = None) -> pd.DataFrame
                                     ".0f", "%"),
             "time to target (s)": ("—" if goal is None or pd.isna(goal) else
                                    "unknown (the history has no train_s)" if reached is None or pd.isna(reached) else
-                                   f"not reached (top-1 {goal:.4f})" if not reached else
+                                   f"not reached within {d['steps']} steps (top-1 {goal:.4f})" if not reached else
                                    f"{d['time_to_target_s']:.1f}" + (f" ({int(reached)} of {n_done})"
                                                                      if reached < n_done else "")),
+            "vs strongest baseline": _speedup_text(d),
         })
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _speedup_text(d: pd.Series) -> str:
+    """``1.85x [1.62, 2.11] vs fp16 (3 pairs)``; a lone pair without its interval; "—" with nothing to pair."""
+    ratio, strong = d["speedup_vs_strongest"], d["strongest_baseline"]
+    if strong is None or pd.isna(strong) or ratio is None or pd.isna(ratio):
+        return "—"
+    interval = "" if pd.isna(d["speedup_low"]) else f" [{d['speedup_low']:.2f}, {d['speedup_high']:.2f}]"
+    pairs = int(d["speedup_pairs"])
+    return f"{ratio:.2f}x{interval} vs {strong} ({pairs} pair{'s' if pairs != 1 else ''})"
 
 
 def _number(value, fmt: str, unit: str = "") -> str:

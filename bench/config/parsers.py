@@ -102,6 +102,11 @@ def optional_integer(minimum: int):
     return lambda key, v: None if v is None else inner(key, v)
 
 
+def optional_number(minimum: float | None = None, maximum: float | None = None):
+    inner = number(minimum, maximum)
+    return lambda key, v: None if v is None else inner(key, v)
+
+
 # Link rates of an emulated network (``net``): tc's own notation, bits per second.
 NET_UNITS = {"kbit": 1e3, "mbit": 1e6, "gbit": 1e9}
 _NET_RATE = re.compile(r"^(\d+(?:\.\d+)?)(kbit|mbit|gbit)$")

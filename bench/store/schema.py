@@ -26,7 +26,7 @@ CONFIG = {
     "method_params": "scalars", "method_version": "int", "exchange": "str", "bucket_mb": "number", "net": "str?",
     "node_link": "str?", "device": "str", "threads": "int?", "deterministic": "bool", "fail_at_step": "int?",
     "data_root": "str?", "checkpoint_every": "int", "step_sleep_s": "number", "sources": "dict", "overrides": "dict",
-    "precision": "str",
+    "precision": "str", "eval_target": "number?",
 }
 
 METRICS = {

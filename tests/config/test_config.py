@@ -155,7 +155,8 @@ def test_every_config_field_comes_from_one_declaration():
     assert set(grown) - fields == {"knob"}  # a new declaration is a new field, with its implicit as its default
     old = {f.name: f.default for f in dataclasses.fields(RunConfig) if f.default is not dataclasses.MISSING}
     assert old == {"method_version": 1, "checkpoint_every": 0, "step_sleep_s": 0.0, "net": None, "node_link": None,
-                   "exchange": "after-backward", "bucket_mb": 25.0, "precision": "fp32"}  # what older records read as
+                   "exchange": "after-backward", "bucket_mb": 25.0, "precision": "fp32",
+                   "eval_target": None}  # what older records read as
 
 
 @pytest.mark.parametrize("setting", [s.key for s in __import__("commbench.config").config.SETTINGS])
