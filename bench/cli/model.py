@@ -6,6 +6,8 @@ the tables come from :mod:`commbench.analysis.perfmodel.tables`.
                              [--scaling strong|weak] [--calibration FILE] [--figure5] [--format md|csv|json]
     commbench model ssdsgd   [--task T] [--k 1..5] [--step-time S | --record PATH] [--network 56gbit] ...
     commbench model calibrate [--world-size 2] [--sizes 1KiB,...] [--out results/calibration/gloo-w2.json]
+    commbench model tta      --results DIR [--task T] [--workers 2] [--calibrate-on 1gbit] [--validate-on 100mbit]
+                             [--cluster NAME|FILE] [--compute-s S] [--target TOP1] [--sweep-bandwidth FIGURE]
 
 Bad input raises :class:`commbench.config.ConfigError` (one line naming the item; the CLI exits 2).
 """
@@ -137,6 +139,34 @@ def run_calibrate(args) -> int:
     return 0
 
 
+def run_tta(args) -> int:
+    from commbench.analysis.perfmodel import clusters, tta_tables
+
+    results = Path(args.results)
+    if not results.is_dir():
+        raise ConfigError(f"--results {args.results}: no such folder")
+    for flag, rate in (("--calibrate-on", args.calibrate_on), ("--validate-on", args.validate_on)):
+        if rate:
+            rate_bytes(rate, flag)
+    if args.target is not None and not 0 < args.target <= 1:
+        raise ConfigError(f"--target {args.target}: a top-1 as a fraction, in (0, 1]")
+    cluster = clusters.load(args.cluster) if args.cluster else None
+    if args.sweep_bandwidth and cluster is None:
+        raise ConfigError("--sweep-bandwidth: needs --cluster (the shape and compute the map sweeps the link of)")
+    compute = bounded(args.compute_s, "--compute-s", above=0)
+    rows, notes, calibration = tta_tables.report(results, args.task, args.workers, args.calibrate_on,
+                                                 args.validate_on, cluster, compute, args.target,
+                                                 args.latency_us * 1e-6)
+    if args.sweep_bandwidth:
+        step = compute if compute is not None else cluster.compute_s(args.task)[0]
+        tta_tables.draw_crossover(Path(args.sweep_bandwidth), results, args.task, args.workers, calibration,
+                                  [net for net in (args.calibrate_on, args.validate_on) if net], cluster, step,
+                                  args.target, args.latency_us * 1e-6)
+        notes.append(f"crossover map: {args.sweep_bandwidth}")
+    emit(render(rows, notes, args.format), args.out)
+    return 0
+
+
 # -- argparse -------------------------------------------------------------------------------------------
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--task", help=f"task name (default: the record's, else {DEFAULT_TASK})")
@@ -191,8 +221,29 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     cal.add_argument("--weighting", choices=list(alphabeta.WEIGHTINGS), default="ols",
                      help="ols: plain least squares; relative: residuals / t (alpha not swamped by large sizes)")
     cal.add_argument("--out", metavar="FILE", help="default results/calibration/gloo-w<world size>.json")
+    _add_tta(sub)
     return model
 
 
+def _add_tta(sub) -> None:
+    tta = sub.add_parser("tta", help="time to accuracy: validated on a held-out link, projected to a cluster")
+    tta.add_argument("--results", required=True, help="the records of an emulated-network grid (network-tta)")
+    tta.add_argument("--task", default="lenet-mnist", help="the task (default: %(default)s)")
+    tta.add_argument("--workers", type=ascii_int, default=2, help="the runs' workers (default: %(default)s)")
+    tta.add_argument("--calibrate-on", default="1gbit", metavar="RATE",
+                     help="the link whose runs give steps to target and per-step costs (default: %(default)s)")
+    tta.add_argument("--validate-on", metavar="RATE", help="a held-out link: predicted, then compared (100mbit)")
+    tta.add_argument("--cluster", metavar="NAME|FILE", help="a cluster profile (shipped: terngrad-fig5, ssdsgd-paper)")
+    tta.add_argument("--compute-s", type=ascii_float, metavar="S", help="one worker's compute per step on the "
+                                                                        "cluster (default: the profile's)")
+    tta.add_argument("--target", type=ascii_float, metavar="TOP1", help="default: the runs' declared eval.target")
+    tta.add_argument("--latency-us", type=ascii_float, default=50.0, metavar="US",
+                     help="the emulated links' latency per message (default: %(default)s)")
+    tta.add_argument("--sweep-bandwidth", metavar="FIGURE", help="draw the crossover map into this file (.png, .pdf)")
+    tta.add_argument("--format", choices=["md", "csv", "json"], default="md", help="output format (default: %(default)s)")
+    tta.add_argument("--out", metavar="FILE", help="also write the output here")
+
+
 def run(args) -> int:
-    return {"terngrad": run_terngrad, "ssdsgd": run_ssdsgd, "calibrate": run_calibrate}[args.model_command](args)
+    return {"terngrad": run_terngrad, "ssdsgd": run_ssdsgd, "calibrate": run_calibrate,
+            "tta": run_tta}[args.model_command](args)

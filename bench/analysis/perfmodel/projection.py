@@ -1,0 +1,97 @@
+"""Time to accuracy projected to a cluster the user names: steps to the target (measured: for a given method,
+batch and number of workers they do not depend on the hardware) x the step time the cluster would take.
+
+The step time is the compute of one worker's step, the method's codec time, and the exchange on the cluster's
+links by the method's topology, less what computation hides of it (an exchange that starts while backward runs):
+
+    step = compute + codec + max(0, exchange - hidden),   hidden = backward share x compute (overlapped only)
+
+The exchange of B bytes per worker (B' received by each worker from a server) on W = nodes x per_node workers,
+links of bandwidth b between nodes and b_in within one, latency a per message:
+
+- ring all-reduce: 2 (W-1)/W x B / b + 2 (W-1) a; on several nodes of several workers each, hierarchically:
+  2 (G-1)/G x B / b_in within the node, then 2 (N-1)/N x B / b between the N nodes (one worker per node carries
+  the node's sum), plus the latencies of both rings;
+- all-gather (each worker's own payload to every other): (W-1) x B / b + (W-1) a; across nodes, each node
+  receives the (N-1) x G payloads of the others over its link: (N-1) G B / b, plus (G-1) B / b_in within;
+- parameter servers (S of them, each on its own link): the busiest link carries W/S of the pushes in and of the
+  pulls out, a worker's own link one of each: max(1, W/S) x (B + B') / b + 2 a.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+TOPOLOGIES = ("allreduce", "allgather", "ps")
+
+
+@dataclass(frozen=True)
+class Links:
+    """A cluster's shape and links: ``nodes`` x ``per_node`` workers, bytes/s between and within nodes."""
+
+    nodes: int
+    per_node: int
+    between_bytes_s: float
+    within_bytes_s: float | None = None   # None: every worker on its own node's link
+    latency_s: float = 0.0
+
+    @property
+    def workers(self) -> int:
+        return self.nodes * self.per_node
+
+    def within(self) -> float:
+        return self.within_bytes_s or self.between_bytes_s
+
+
+def exchange_s(topology: str, links: Links, sent: float, received: float | None = None, servers: int = 1) -> float:
+    """Seconds one step's exchange takes: ``sent`` bytes per worker (its payload, or its full gradient for an
+    all-reduce), ``received`` what a server sends back to each worker (parameter servers only)."""
+    w, n, g, a = links.workers, links.nodes, links.per_node, links.latency_s
+    if w == 1:
+        return 0.0
+    if topology == "allreduce":
+        if n > 1 and g > 1:
+            return (2 * (g - 1) / g * sent / links.within() + 2 * (n - 1) / n * sent / links.between_bytes_s
+                    + 2 * (g - 1 + n - 1) * a)
+        return 2 * (w - 1) / w * sent / links.between_bytes_s + 2 * (w - 1) * a
+    if topology == "allgather":
+        if n > 1 and g > 1:
+            return (n - 1) * g * sent / links.between_bytes_s + (g - 1) * sent / links.within() + (w - 1) * a
+        return (w - 1) * sent / links.between_bytes_s + (w - 1) * a
+    if topology == "ps":
+        back = sent if received is None else received
+        return max(1.0, w / servers) * (sent + back) / links.between_bytes_s + 2 * a
+    raise ValueError(f"topology: one of {', '.join(TOPOLOGIES)}, got {topology!r}")
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One method as the projection needs it: measured steps to the target and per-step costs."""
+
+    label: str
+    topology: str
+    steps_to_target: float | None   # mean over seeds; None: not reached within the horizon
+    sent: float                     # bytes per worker per step
+    received: float | None = None   # from the servers (ps)
+    servers: int = 1
+    codec_s: float = 0.0            # encode + decode per step
+    overlapped: bool = False        # the exchange starts while backward runs
+
+
+def step_s(arm: Arm, links: Links, compute_s: float, backward_share: float = 2 / 3) -> float:
+    """One step on ``links``: compute + codec + the exchange that computation does not hide."""
+    exchange = exchange_s(arm.topology, links, arm.sent, arm.received, arm.servers)
+    hidden = backward_share * compute_s if arm.overlapped else 0.0
+    return compute_s + arm.codec_s + max(0.0, exchange - hidden)
+
+
+def time_to_target_s(arm: Arm, links: Links, compute_s: float, backward_share: float = 2 / 3) -> float | None:
+    if arm.steps_to_target is None:
+        return None
+    return arm.steps_to_target * step_s(arm, links, compute_s, backward_share)
+
+
+def relative_error(predicted: float | None, measured: float | None) -> float | None:
+    """predicted / measured - 1 (0.12: 12% too slow a prediction)."""
+    if predicted is None or not measured:
+        return None
+    return predicted / measured - 1

@@ -1,0 +1,245 @@
+"""``commbench model tta``'s tables: measured arms from the records of an emulated-network grid, the held-out
+validation (calibrated on one link, predicted on another before it is read), the projection to a named cluster
+and the crossover map against link bandwidth.
+
+An arm is one method (with its parameters) on one link: its seeds' steps to the target (the step of the first
+evaluation at or above it), their time to it, and the per-step costs the model needs, from the records' time
+breakdown (the process holding worker 0): compute = training time less the exposed wait, encode and decode;
+codec = encode + decode; bytes per worker per step as the ledger counts them.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from commbench.analysis.table import chosen_params
+from commbench.analysis.tta import STRONG_BASELINES
+from commbench.config import ConfigError
+from commbench.config.parsers import net_rate_bits
+from commbench.store.records import Status, iter_records
+
+from .projection import Arm, Links, relative_error, step_s, time_to_target_s
+
+ALLREDUCE_METHODS = ("baseline", "fp16", "bf16", "powersgd")
+VALIDATION_LIMIT = 0.20  # the held-out error a projection must stay within (issue 38)
+
+
+@dataclass(frozen=True)
+class Measured:
+    arm: Arm
+    method: str
+    compute_s: float        # per step, this arm's own records
+    tta_s: float | None     # mean measured time to target (None: a seed did not reach it)
+    seeds: int
+    reached: int
+    times: dict             # seed -> seconds to target (None: not reached)
+
+
+def _topology(cfg: dict) -> str:
+    params = cfg.get("method_params") or {}
+    if cfg["method"] in ALLREDUCE_METHODS:
+        return params.get("topology") or "allreduce"
+    return params.get("topology") or "allgather"
+
+
+def _label(cfg: dict) -> str:
+    params = chosen_params(cfg)
+    return cfg["method"] + (f" ({params})" if params else "")
+
+
+def _per_step(record: dict) -> dict:
+    m, cfg = record["metrics"], record["config"]
+    steps, workers = m["steps"], cfg["workers"]
+    t = m.get("time_breakdown") or {}
+    encode, decode, wait = (t.get(k) or 0.0 for k in ("encode_s", "decode_s", "wait_s"))
+    return {"compute": (m["train_s"] - wait - encode - decode) / steps, "codec": (encode + decode) / steps,
+            "sent": m["bytes_sent"] / (workers * steps), "received": m["bytes_received"] / (workers * steps)}
+
+
+def _crossing(record: dict, target: float) -> tuple[int | None, float | None]:
+    for point in record.get("history") or []:
+        if isinstance(point.get("top1"), (int, float)) and point["top1"] >= target:
+            return point.get("step"), point.get("train_s")
+    return None, None
+
+
+def measured_arms(results: Path, task: str, workers: int, net: str, target: float | None = None) -> dict:
+    """label -> :class:`Measured`, from the done runs of ``task`` on ``workers`` workers behind ``net`` links."""
+    runs: dict[str, list[dict]] = {}
+    for r in iter_records(results):
+        cfg = r.get("config") or {}
+        if (r.get("status") == Status.DONE and cfg.get("task") == task and cfg.get("workers") == workers
+                and cfg.get("net") == net and (r.get("metrics") or {}).get("train_s")):
+            runs.setdefault(_label(cfg), []).append(r)
+    arms = {}
+    for label, records in sorted(runs.items()):
+        goal = target if target is not None else records[0]["config"].get("eval_target")
+        if goal is None:
+            raise ConfigError(f"{label} on {net}: the runs declared no target (eval.target); pass --target")
+        crossings = [_crossing(r, goal) for r in records]
+        costs = [_per_step(r) for r in records]
+        mean = lambda key: sum(c[key] for c in costs) / len(costs)  # noqa: E731
+        steps = [s for s, _ in crossings]
+        times = [t for _, t in crossings]
+        cfg = records[0]["config"]
+        arm = Arm(label, _topology(cfg), sum(steps) / len(steps) if None not in steps else None, mean("sent"),
+                  mean("received"), int((cfg.get("method_params") or {}).get("servers") or 1), mean("codec"),
+                  cfg.get("exchange") == "overlapped" and cfg["method"] in ALLREDUCE_METHODS)
+        arms[label] = Measured(arm, cfg["method"], mean("compute"),
+                               sum(times) / len(times) if None not in times else None, len(records),
+                               sum(t is not None for t in times),
+                               {r["config"].get("seed"): t for r, t in zip(records, times)})
+    return arms
+
+
+def links_of(net: str, workers: int, latency_s: float) -> Links:
+    """The emulated network: every worker (and server) on its own link of rate ``net``."""
+    return Links(workers, 1, net_rate_bits(net) / 8, None, latency_s)
+
+
+def compute_of(arms: dict) -> float:
+    """One worker's compute per step: the fp32 baseline's, on the calibration link."""
+    base = [m for m in arms.values() if m.method == "baseline"]
+    if not base:
+        raise ConfigError("calibration: no baseline runs on the calibration link to take the compute time from")
+    return base[0].compute_s
+
+
+def validation(calibration: dict, held_out: dict, links: Links) -> list[dict]:
+    """Each arm's time to target on the held-out link, predicted from the calibration link's steps and costs,
+    beside the measurement there, and its predicted ratio to the strongest all-reduce on that link."""
+    ratios = {r["method"]: r["vs strongest"] for r in projection(calibration, links, compute_of(calibration))}
+    rows = []
+    for label, cal in calibration.items():
+        predicted = time_to_target_s(cal.arm, links, compute_of(calibration))
+        measured = held_out.get(label)
+        error = relative_error(predicted, measured.tta_s if measured else None)
+        rows.append({"method": label, "steps to target": cal.arm.steps_to_target, "predicted s": predicted,
+                     "measured s": measured.tta_s if measured else None, "held-out error": error,
+                     "within 20%": None if error is None else abs(error) <= VALIDATION_LIMIT,
+                     "vs strongest": ratios[label]})
+    return rows
+
+
+def projection(calibration: dict, links: Links, compute_s: float, codec_scale: float = 1.0) -> list[dict]:
+    """Each arm's projected time to target on ``links``, and its ratio to the strongest all-reduce's."""
+    rows = []
+    for label, cal in calibration.items():
+        arm = replace(cal.arm, codec_s=cal.arm.codec_s * codec_scale)
+        rows.append({"method": label, "kind": cal.method, "steps to target": arm.steps_to_target,
+                     "step s": step_s(arm, links, compute_s), "time to target s": time_to_target_s(arm, links, compute_s)})
+    strong = [r["time to target s"] for r in rows if r["kind"] in STRONG_BASELINES and r["time to target s"]]
+    best = min(strong) if strong else None
+    for r in rows:
+        r["vs strongest"] = best / r["time to target s"] if best and r["time to target s"] else None
+    return rows
+
+
+def crossover(calibration: dict, links: Links, compute_s: float, codec_scale: float = 1.0,
+              bits_per_s: tuple[float, float] = (1e7, 1e11), points: int = 41) -> dict:
+    """label -> [(link bits/s, time to target relative to the strongest all-reduce at that link)]."""
+    lo, hi = (math.log10(b) for b in bits_per_s)
+    curves: dict[str, list] = {label: [] for label in calibration}
+    for i in range(points):
+        rate = 10 ** (lo + (hi - lo) * i / (points - 1))
+        rows = projection(calibration, replace(links, between_bytes_s=rate / 8), compute_s, codec_scale)
+        for row in rows:
+            if row["vs strongest"]:
+                curves[row["method"]].append((rate, 1 / row["vs strongest"]))
+    return {label: curve for label, curve in curves.items() if curve}
+
+
+def report(results: Path, task: str, workers: int, calibrate_on: str, validate_on: str | None, cluster=None,
+           compute_s: float | None = None, target: float | None = None,
+           latency_s: float = 50e-6) -> tuple[list[dict], list[str], dict]:
+    """The validation rows (when ``validate_on`` is given), then the projection to ``cluster`` (when given):
+    rows, notes, and the calibration arms for a crossover map."""
+    calibration = measured_arms(results, task, workers, calibrate_on, target)
+    if not calibration:
+        raise ConfigError(f"--calibrate-on {calibrate_on}: no done {task} runs of {workers} workers on that link "
+                          f"under {results}")
+    notes = [f"steps to target and per-step costs from {task}, {workers} workers, on {calibrate_on} links "
+             f"({sum(m.seeds for m in calibration.values())} runs under {results})"]
+    rows: list[dict] = []
+    errors: dict[str, float | None] = {}
+    if validate_on:
+        held_out = measured_arms(results, task, workers, validate_on, target)
+        for row in validation(calibration, held_out, links_of(validate_on, workers, latency_s)):
+            errors[row["method"]] = row["held-out error"]
+            rows.append({"where": f"{validate_on} (held out, measured)", **row})
+        worst = max((abs(e) for e in errors.values() if e is not None), default=None)
+        notes.append(f"held-out validation on {validate_on}: worst error "
+                     + (f"{100 * worst:.0f}% (limit {100 * VALIDATION_LIMIT:.0f}%)" if worst is not None
+                        else "unknown (no run there reached the target)"))
+    if cluster is not None:
+        compute, source = (compute_s, "--compute-s") if compute_s is not None else cluster.compute_s(task)
+        notes.append(f"cluster {cluster.name}: {cluster.description} (compute {compute:g} s per step: {source}; "
+                     f"codecs at {cluster.codec_scale:g}x their time here); a projection, not a measurement: steps to "
+                     f"the target as measured with {workers} workers at the same global batch")
+        for row in projection(calibration, cluster.links, compute, cluster.codec_scale):
+            rows.append({"where": f"{cluster.name} (projected)", "method": row["method"],
+                         "steps to target": row["steps to target"], "predicted s": row["time to target s"],
+                         "measured s": None, "held-out error": errors.get(row["method"]),
+                         "within 20%": None, "vs strongest": row["vs strongest"]})
+    return rows, notes, calibration
+
+
+def measured_points(arms: dict, net: str) -> list[dict]:
+    """The measured time to target relative to the strongest all-reduce on ``net``, seeds paired (tta.speedup)."""
+    from commbench.analysis.tta import Arm as Timed, speedup, strongest
+
+    timed = {label: Timed(m.method, m.times) for label, m in arms.items()}
+    strong = strongest(list(timed.values()))
+    points = []
+    for label, arm in timed.items():
+        paired = speedup(strong, arm) if strong else None
+        if paired and paired.ratio:
+            points.append({"method": label, "bits_per_s": net_rate_bits(net), "relative": 1 / paired.ratio,
+                           "low": 1 / paired.high if paired.high else None,
+                           "high": 1 / paired.low if paired.low else None})
+    return points
+
+
+def draw_crossover(path: Path, results: Path, task: str, workers: int, calibration: dict, nets: list[str], cluster,
+                   compute_s: float, target: float | None, latency_s: float) -> None:
+    """The crossover map: the measured shape's lines and points, and the cluster's lines."""
+    measured_shape = crossover(calibration, links_of(nets[0], workers, latency_s), compute_of(calibration))
+    cluster_shape = crossover(calibration, cluster.links, compute_s, cluster.codec_scale)
+    points = [p for net in nets for p in measured_points(measured_arms(results, task, workers, net, target), net)]
+    crossover_figure(path, measured_shape, cluster_shape, points,
+                     f"{task}: {workers} workers as measured (solid, points) and {cluster.name} (dashed), projected")
+
+
+def crossover_figure(path: Path, measured_shape: dict, cluster_shape: dict, points: list[dict], title: str) -> None:
+    """Projected time to target relative to the strongest all-reduce against link bandwidth (log): per method, a
+    solid line for the measured runs' own shape (the points, with their paired intervals, should lie on it: the
+    validation, drawn) and a dashed one for the named cluster."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from commbench.analysis.plots import _readable_log_ticks
+
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    for i, label in enumerate(sorted(set(measured_shape) | set(cluster_shape))):
+        color = f"C{i % 10}"
+        for curves, style, where in ((measured_shape, "-", "as measured"), (cluster_shape, "--", "cluster")):
+            if label in curves:
+                ax.plot([c[0] for c in curves[label]], [c[1] for c in curves[label]], style, color=color,
+                        label=f"{label} ({where})", lw=1.2)
+        for point in (p for p in points if p["method"] == label):
+            low, high = point.get("low"), point.get("high")
+            err = [[point["relative"] - low], [high - point["relative"]]] if low is not None else None
+            ax.errorbar(point["bits_per_s"], point["relative"], yerr=err, fmt="o", color=color, capsize=3)
+    ax.axhline(1.0, color="black", lw=0.8, ls=":")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    _readable_log_ticks(ax)
+    ax.set(xlabel="link bandwidth, bits/s (log)", ylabel="time to target / the strongest all-reduce's (log)")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=6)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)

@@ -1,0 +1,124 @@
+"""Time to accuracy projected to a cluster: the exchange arithmetic on hand-computed cases, and the held-out
+validation and projection from records (commbench model tta)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from commbench.analysis.perfmodel.projection import Arm, Links, exchange_s, step_s, time_to_target_s
+
+from ..conftest import commbench
+from ..helpers import write_record
+
+MB = 1e6
+
+
+@pytest.mark.parametrize("topology, links, sent, received, servers, seconds", [
+    # ring all-reduce, 4 workers on their own links: 2 x 3/4 x 1 MB / 100 MB/s + 6 messages of 0.1 ms
+    ("allreduce", Links(4, 1, 1e8, None, 1e-4), MB, None, 1, 0.015 + 6e-4),
+    # two-level: 4 per node at 1 GB/s, then 2 nodes at 100 MB/s: 2 x 3/4 x 1 MB / 1e9 + 2 x 1/2 x 1 MB / 1e8
+    ("allreduce", Links(2, 4, 1e8, 1e9, 0.0), MB, None, 1, 0.0015 + 0.01),
+    # all-gather: each worker receives the 3 others' payloads over its link
+    ("allgather", Links(4, 1, 1e8, None, 1e-4), MB, None, 1, 0.03 + 3e-4),
+    # all-gather across 2 nodes of 4: the other node's 4 payloads over the link, the 3 neighbours' within
+    ("allgather", Links(2, 4, 1e8, 1e9, 0.0), MB, None, 1, 0.04 + 0.003),
+    # 4 workers on 2 servers: the busiest server link carries 2 pushes in and 2 pulls out
+    ("ps", Links(4, 1, 1e8, None, 1e-4), MB, 2 * MB, 2, 2 * 3 * MB / 1e8 + 2e-4),
+    # as many servers as workers: a worker's own link, one push and one pull
+    ("ps", Links(2, 1, 1e8, None, 0.0), MB, 2 * MB, 2, 3 * MB / 1e8),
+    ("allreduce", Links(1, 1, 1e8, None, 1e-4), MB, None, 1, 0.0),  # one worker: nothing crosses a network
+])
+def test_the_exchange_on_hand_computed_cases(topology, links, sent, received, servers, seconds):
+    assert exchange_s(topology, links, sent, received, servers) == pytest.approx(seconds)
+
+
+def test_an_overlapped_exchange_is_hidden_behind_backward_up_to_its_share_of_compute():
+    links = Links(4, 1, 1e8, None, 1e-4)  # 15.6 ms of ring all-reduce for 1 MB
+    hidden = Arm("baseline", "allreduce", 100, MB, overlapped=True)
+    exposed = Arm("baseline", "allreduce", 100, MB, codec_s=0.001)
+    assert step_s(hidden, links, compute_s=0.03) == pytest.approx(0.03)  # 2/3 x 30 ms hides all 15.6 ms
+    assert step_s(hidden, links, compute_s=0.012) == pytest.approx(0.012 + 0.0156 - 0.008)
+    assert step_s(exposed, links, compute_s=0.03) == pytest.approx(0.03 + 0.001 + 0.0156)
+    assert time_to_target_s(exposed, links, 0.03) == pytest.approx(100 * 0.0466)
+    assert time_to_target_s(Arm("x", "allreduce", None, MB), links, 0.03) is None  # not reached: no time
+
+
+def test_an_unknown_topology_is_refused_by_name():
+    with pytest.raises(ValueError, match="'ring'"):
+        exchange_s("ring", Links(2, 1, 1e8), MB)
+
+
+COMPUTE = 0.01  # s per step, every arm
+ARMS = {  # method: (bytes sent per worker per step, encode+decode per step, steps to 0.98, exchange)
+    "baseline": (1.7 * MB, 0.0, 380, "overlapped"),
+    "fp16": (0.85 * MB, 0.0, 380, "overlapped"),
+    "terngrad": (0.11 * MB, 0.004, 420, "after-backward"),
+}
+
+
+def _step(method: str, rate_bytes: float) -> float:
+    sent, codec, _, exchange = ARMS[method]
+    topology = "allgather" if method == "terngrad" else "allreduce"
+    arm = Arm(method, topology, 1, sent, codec_s=codec, overlapped=exchange == "overlapped")
+    return step_s(arm, Links(2, 1, rate_bytes, None, 50e-6), COMPUTE)
+
+
+def _runs(root, net: str, rate_bytes: float, slower: dict | None = None) -> None:
+    """Three seeds of each arm on one link, timed as the model says (a method in ``slower`` by that factor)."""
+    for method, (sent, codec, cross, exchange) in ARMS.items():
+        step = _step(method, rate_bytes) * (slower or {}).get(method, 1.0)
+        for seed in (1, 2, 3):
+            steps = 1000
+            record = write_record(root, f"{method}-{net}-{seed}", method=method, seed=seed, top1=0.985, steps=steps,
+                                  bytes_sent=sent * 2 * steps,
+                                  config={"net": net, "eval_target": 0.98, "exchange": exchange,
+                                          "method_params": {"topology": "allgather"} if method == "terngrad" else {}})
+            exposed = step - COMPUTE - codec
+            record["metrics"].update(train_s=step * steps, steps=steps, time_breakdown={
+                "forward_backward_s": COMPUTE * steps, "encode_s": codec * steps / 2, "decode_s": codec * steps / 2,
+                "wait_s": exposed * steps, "update_s": 0.0, "other_s": 0.0})
+            record["history"] = [{"step": s, "top1": 0.985 if s >= cross else 0.97, "train_s": s * step}
+                                 for s in range(20, steps + 1, 20)]
+            (root / "runs" / f"{method}-{net}-{seed}.json").write_text(json.dumps(record))
+
+
+def test_validation_on_a_held_out_link_passes_where_the_model_holds_and_names_the_arm_where_it_does_not(tmp_path):
+    _runs(tmp_path, "1gbit", 1.25e8)
+    _runs(tmp_path, "100mbit", 1.25e7, slower={"terngrad": 1.5})
+    done = commbench("model", "tta", "--results", str(tmp_path), "--validate-on", "100mbit", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    rows = {r["method"]: r for r in json.loads(done.stdout)["rows"]}
+    for method in ("baseline", "fp16"):
+        assert rows[method]["held-out error"] == pytest.approx(0.0, abs=1e-9) and rows[method]["within 20%"] is True
+    # steps to target at 1 Gbit/s: the same 400 (first evaluation at or past 380 or 420) on both links
+    assert rows["terngrad"]["held-out error"] == pytest.approx(1 / 1.5 - 1) and rows["terngrad"]["within 20%"] is False
+    assert "worst error 33% (limit 20%)" in done.stdout
+
+
+def test_a_projection_to_a_shipped_cluster_ranks_against_the_strongest_all_reduce_and_draws_the_map(tmp_path):
+    _runs(tmp_path, "1gbit", 1.25e8)
+    _runs(tmp_path, "100mbit", 1.25e7)
+    figure = tmp_path / "crossover.png"
+    done = commbench("model", "tta", "--results", str(tmp_path), "--validate-on", "100mbit", "--cluster",
+                     "terngrad-fig5", "--sweep-bandwidth", str(figure), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    projected = {r["method"]: r for r in out["rows"] if r["where"] == "terngrad-fig5 (projected)"}
+    assert set(projected) == set(ARMS) and figure.stat().st_size > 10_000
+    strongest = max(projected[m]["vs strongest"] for m in ("baseline", "fp16"))
+    assert strongest == pytest.approx(1.0)  # the strongest all-reduce is the reference: 1x against itself
+    assert any("a projection, not a measurement" in n for n in out["notes"])
+
+
+def test_bad_input_is_named(tmp_path):
+    assert "no such folder" in commbench("model", "tta", "--results", str(tmp_path / "nowhere")).stderr
+    tmp_path.joinpath("runs").mkdir()
+    assert "--cluster atlantis: no such cluster" in commbench(
+        "model", "tta", "--results", str(tmp_path), "--cluster", "atlantis").stderr
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("nodes: 2\ngpus_per_node: 0\nlink: 1gbit\n")
+    done = commbench("model", "tta", "--results", str(tmp_path), "--cluster", str(bad))
+    assert done.returncode == 2 and "gpus_per_node must be a positive number" in done.stderr
+    done = commbench("model", "tta", "--results", str(tmp_path), "--calibrate-on", "fast")
+    assert done.returncode == 2 and "--calibrate-on" in done.stderr
