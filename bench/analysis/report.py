@@ -121,6 +121,49 @@ def two_level_blocks(results: Path) -> list[Block]:
             Block("table", header=header, body=body)]
 
 
+TTA_COLUMNS = ["task", "method", "params", "differs", "workers", "n", "time to target (s)", "vs strongest baseline"]
+
+
+def tta_blocks(results: Path, figures_dir: Path) -> list[Block]:
+    """Time to accuracy: the settings whose runs declared a target (eval.target) on emulated links, measured, and
+    (with runs on both links of the time-to-accuracy grid) the held-out validation and the projection to TernGrad
+    Figure 5's cluster with its crossover map."""
+    frame = records_frame(results)
+    if frame.empty or "eval_target" not in frame or frame["eval_target"].isna().all():
+        return []
+    declared = frame[frame["eval_target"].notna()]
+    out = [Block("h2", "Time to accuracy"),
+           Block("p", "Measured on emulated links against the strongest of the fp32, fp16 and bf16 all-reduce of the "
+                      "same setting (seeds paired; docs/analysis.md says how). The target and horizon were declared "
+                      "before the runs.")]
+    table = comparison(declared)
+    out.append(_table_block(TTA_COLUMNS, table.to_dict("records")))
+    nets = set(declared["setting_flat"].map(lambda flat: flat.get("net")).dropna())
+    if {"1gbit", "100mbit"} <= nets:
+        from commbench.analysis.perfmodel import clusters, tta_tables
+        from commbench.config import ConfigError
+
+        try:
+            cluster = clusters.load("terngrad-fig5")
+            task = declared["task"].iloc[0]
+            workers = int(declared["workers"].iloc[0])
+            rows, notes, calibration = tta_tables.report(results, task, workers, "1gbit", "100mbit", cluster)
+            figure = figures_dir / f"tta-crossover_{task}_w{workers}.png"
+            tta_tables.draw_crossover(figure, results, task, workers, calibration, ["1gbit", "100mbit"], cluster,
+                                      cluster.compute_s(task)[0], None, 50e-6)
+        except ConfigError as exc:
+            return out + [Block("p", f"(no projection: {exc})")]
+        out.append(Block("h3", "Projected: calibrated at 1 Gbit/s, validated at 100 Mbit/s, projected to a cluster"))
+        out += [Block("p", note) for note in notes]
+        out.append(_table_block(list(rows[0]), [{k: _fmt_cell(v) for k, v in r.items()} for r in rows]))
+        out.append(Block("image", "crossover map: time to target relative to the strongest all-reduce", path=figure))
+    return out
+
+
+def _fmt_cell(value) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else "—" if value is None else str(value)
+
+
 def is_campaign(results: Path) -> bool:
     """A folder of the project's reproduction campaign (or the results folder holding it): its report is about
     the papers."""
@@ -152,6 +195,7 @@ def blocks(results: Path, figures_dir: Path, paper: bool = False) -> list[Block]
         out += model_blocks()
     out += network_blocks(results)
     out += two_level_blocks(results)
+    out += tta_blocks(results, ensure_folder(figures_dir))
     figures = plot_all(results, figures_dir, formats=("png", "pdf"), paper=paper)
     out.append(Block("h2", "Figures"))
     if not figures:

@@ -122,3 +122,16 @@ def test_bad_input_is_named(tmp_path):
     assert done.returncode == 2 and "gpus_per_node must be a positive number" in done.stderr
     done = commbench("model", "tta", "--results", str(tmp_path), "--calibrate-on", "fast")
     assert done.returncode == 2 and "--calibrate-on" in done.stderr
+
+
+def test_the_report_has_a_time_to_accuracy_section_with_the_validated_projection(tmp_path):
+    from commbench.analysis.report import write_report
+
+    results = tmp_path / "results"
+    _runs(results, "1gbit", 1.25e8)
+    _runs(results, "100mbit", 1.25e7)
+    write_report(results, tmp_path / "report")
+    md = (tmp_path / "report" / "report.md").read_text()
+    section = md.split("## Time to accuracy")[1].split("\n## ")[0]
+    assert "vs fp16 (3 pairs)" in section and "held-out validation on 100mbit: worst error 0%" in section
+    assert "terngrad-fig5 (projected)" in section and "tta-crossover_lenet-mnist_w2.png" in section
