@@ -54,6 +54,7 @@ def runs_frame(results: Path) -> pd.DataFrame:
             "top1": m["top1"], "gb_sent": (m.get("bytes_sent") or 0) / 1e9,
             "gb_paper": (m["paper_bytes"] / 1e9) if m.get("paper_bytes") is not None else None,
             "images_per_s": m.get("images_per_s"), "history": r.get("history") or [],
+            "eval_target": cfg.get("eval_target"),
         })
     frame = pd.DataFrame(rows)
     return frame.sort_values("run_id", ignore_index=True) if not frame.empty else frame
@@ -289,19 +290,35 @@ def _all_methods_vs_bytes(ax, frame: pd.DataFrame) -> bool:
 
 
 def _accuracy_vs_time(ax, frame: pd.DataFrame) -> bool:
-    """Top-1 at each evaluation against the training time elapsed, one line per run."""
-    import seaborn as sns
+    """Top-1 against the training time elapsed, one line per method (and parameter choice): the mean over its
+    seeds, each seed's top-1 at a time being its last evaluation by then, and a band from the lowest to the
+    highest seed; a method with one run is its own line. The dotted line is the runs' declared target."""
+    import numpy as np
 
     labels = variant_labels(frame)
-    points = [{"training time (s)": h["train_s"], "top-1": h["top1"], "line": labels[i], "run": row["run_id"]}
-              for i, row in frame.iterrows() for h in row["history"]
-              if isinstance(h.get("train_s"), (int, float)) and isinstance(h.get("top1"), (int, float))]
-    if len({p["run"] for p in points}) < 2 or len(points) < 4:
+    curves: dict[str, list[tuple[list, list]]] = {}
+    for i, row in frame.iterrows():
+        timed = [(h["train_s"], h["top1"]) for h in row["history"]
+                 if isinstance(h.get("train_s"), (int, float)) and isinstance(h.get("top1"), (int, float))]
+        if len(timed) >= 2:
+            curves.setdefault(labels[i], []).append(([t for t, _ in timed], [a for _, a in timed]))
+    if sum(len(runs) for runs in curves.values()) < 2:
         return False
-    sns.lineplot(data=pd.DataFrame(points), x="training time (s)", y="top-1", hue="line", units="run",
-                 estimator=None, marker="o", lw=0.9, ax=ax)
+    for i, (label, runs) in enumerate(sorted(curves.items())):
+        end = min(times[-1] for times, _ in runs)
+        grid = np.linspace(min(times[0] for times, _ in runs), end, 60)
+        # each seed's top-1 at each time: its last evaluation at or before it (a step, not an interpolation)
+        held = np.array([[acc[max(0, np.searchsorted(times, t, side="right") - 1)] for t in grid]
+                         for times, acc in runs])
+        color = f"C{i % 10}"
+        ax.plot(grid, held.mean(axis=0), color=color, lw=1.1, label=f"{label} (n={len(runs)})")
+        if len(runs) > 1:
+            ax.fill_between(grid, held.min(axis=0), held.max(axis=0), color=color, alpha=0.15, lw=0)
+    targets = frame["eval_target"].dropna().unique() if "eval_target" in frame else []
+    if len(targets) == 1:
+        ax.axhline(targets[0], color="black", ls=":", lw=0.9, label=f"declared target {targets[0]:g}")
     ax.legend(fontsize=6)
-    ax.set(ylabel=TOP1)
+    ax.set(xlabel="training time (s); band: lowest to highest seed", ylabel=TOP1)
     return True
 
 

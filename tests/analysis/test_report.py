@@ -293,3 +293,26 @@ def test_log_axis_tick_labels_do_not_overlap(tmp_path, sent):
                     if t.get_text() and t.get_visible() and lo <= t.get_position()[0] <= hi), key=lambda b: b.x0)
     assert len(boxes) >= 2 and all(a.x1 < b.x0 for a, b in zip(boxes, boxes[1:]))
     plt.close(fig)
+
+
+def test_accuracy_against_time_is_a_mean_over_seeds_with_a_band_and_the_declared_target(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from commbench.analysis.plots import _accuracy_vs_time, runs_frame
+
+    for seed, speed in ((1, 1.0), (2, 2.0)):  # seed 2 evaluates at twice the training time of seed 1
+        record = write_record(tmp_path, f"b{seed}", seed=seed, config={"eval_target": 0.9})
+        record["history"] = [{"step": s, "top1": s / 10, "train_s": s * speed} for s in range(1, 11)]
+        (tmp_path / "runs" / f"b{seed}.json").write_text(json.dumps(record))
+    fig, ax = plt.subplots()
+    assert _accuracy_vs_time(ax, runs_frame(tmp_path))
+    [mean] = [line for line in ax.get_lines() if line.get_label().startswith("baseline (n=2)")]
+    x, y = mean.get_xdata(), mean.get_ydata()
+    at = lambda t: y[abs(x - t).argmin()]  # noqa: E731
+    assert at(4.0) == pytest.approx((0.4 + 0.2) / 2)  # seed 1 at its 4th evaluation, seed 2 at its 2nd
+    assert len(ax.collections) == 1  # the band between the seeds
+    assert any(line.get_label() == "declared target 0.9" for line in ax.get_lines())
+    plt.close(fig)
