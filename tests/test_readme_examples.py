@@ -1,6 +1,6 @@
 """The README's example outputs stay true: each ``commbench ...`` line in a shell block followed by ``# ...`` lines
-is run here and its output compared (run ids exactly; the numbers a run computes deterministically exactly;
-images/s, a machine's speed, only in form). An example whose printed line ends in ``...`` is compared up to it."""
+is run here and its output compared (run ids and bytes exactly; top-1 to within 0.5 points; images/s, a
+machine's speed, only in form). An example whose printed line ends in ``...`` is compared up to it."""
 from __future__ import annotations
 
 import re
@@ -71,12 +71,14 @@ RUN_LINE = re.compile(r"^(?P<run_id>\S+): (?P<status>\w+)  top1 (?P<top1>[\d.]+)
 
 @pytest.mark.parametrize("args, shown", shown_for("run"), ids=lambda v: " ".join(v)[:40])
 def test_the_run_example_gives_the_run_id_accuracy_and_bytes_the_readme_shows(args, shown, data_root, tmp_path):
-    """The full run, as the README types it (300 steps of two gloo workers, under a minute): its id, and the top-1
-    and bytes that a seeded run computes the same on every machine."""
+    """The full run, as the README types it (300 steps of two gloo workers, under a minute): its id and bytes
+    exactly, its top-1 to within 0.5 points (a seeded run repeats it bit for bit on one kind of CPU; another
+    kind's kernels may round differently and move a few of the 10,000 test images)."""
     expected = RUN_LINE.match(shown[0])
     assert expected, f"the README's run line is not the form `run` prints: {shown[0]!r}"
     done = commbench(*args, "--results", str(tmp_path), "--data-root", str(data_root), "--quiet", timeout=600)
     assert done.returncode == 0, done.stderr
     printed = RUN_LINE.match(done.stdout.strip().splitlines()[-1])
     assert printed, done.stdout
-    assert printed.group("run_id", "status", "top1", "gb") == expected.group("run_id", "status", "top1", "gb")
+    assert printed.group("run_id", "status", "gb") == expected.group("run_id", "status", "gb")
+    assert abs(float(printed.group("top1")) - float(expected.group("top1"))) <= 0.005, (shown[0], done.stdout)
