@@ -57,7 +57,10 @@ def main(run_dir: str) -> int:
             if outcome.weights is not None:
                 import torch
 
-                torch.save(outcome.weights, run / "weights.pt")
+                from commbench.store.safe_io import write_with
+
+                # the run's exchange folder: written like every other file, never through a link
+                write_with(run / "weights.pt", lambda f: torch.save(outcome.weights, f))
             atomic_write(run / "result.json", json.dumps(
                 {"status": outcome.status, "metrics": outcome.metrics, "history": outcome.history,
                  "data": outcome.data, "world_size": comm.world_size, "dist_backend": comm.backend,
