@@ -69,6 +69,33 @@ def link_limits() -> dict[str, float]:
             if q.get("kind") == "tbf" and q.get("root") and q.get("dev") != "lo" and "rate" in q.get("options", {})}
 
 
+# the instruction sets that decide a CPU's training and codec speed here (bf16 autocast runs on AMX or
+# AVX512-BF16 where the CPU has them, and far slower without; the codecs' loops vectorise to the widest)
+SPEED_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile")
+
+
+def cpu_identity(cpuinfo: str | None = None) -> tuple[str | None, list[str] | None]:
+    """(model name, the speed-deciding flags it has) from /proc/cpuinfo: two runs' times compare only on the
+    same CPU. (None, None) where there is no /proc/cpuinfo to read."""
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text(errors="replace")
+        except OSError:
+            return platform.processor() or None, None
+    fields = {}
+    for line in cpuinfo.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip() not in fields:
+            fields[key.strip()] = value.strip()
+    flags = set(fields.get("flags", "").split())
+    name = fields.get("model name") or platform.processor() or None
+    # a virtual machine's model name can be as vague as "AMD EPYC": the family and model tell the generation
+    generation = ", ".join(f"{k} {fields[k]}" for k in ("cpu family", "model") if k in fields)
+    if name and generation:
+        name = f"{name} ({generation})"
+    return name, [f for f in SPEED_FLAGS if f in flags]
+
+
 def collect_env(world_size: int, dist_backend: str | None, device: str, started_at: str,
                 parameter_servers: int = 0, code: tuple[str | None, bool | None] | None = None) -> dict:
     """``code``: (git SHA, dirty) taken when the run started (edits made while it ran are not its code)."""
@@ -80,6 +107,7 @@ def collect_env(world_size: int, dist_backend: str | None, device: str, started_
         tv = None
     sha, dirty = code if code is not None else git_state()
     gpu = torch.cuda.get_device_name(0) if device == "cuda" and torch.cuda.is_available() else None
+    cpu_model, cpu_flags = cpu_identity()
     return {
         "python": platform.python_version(), "torch": torch.__version__, "torchvision": tv,
         "git_sha": sha, "git_dirty": dirty, "hostname": socket.gethostname(), "device": device,
@@ -90,7 +118,7 @@ def collect_env(world_size: int, dist_backend: str | None, device: str, started_
         # the last ranks (a parameter-server run's servers) sit on the last nodes
         "slurm_tasks_per_node": os.environ.get("SLURM_TASKS_PER_NODE"),
         "started_at": started_at, "finished_at": now(),
-        "argv": sys.argv[1:], "cpu_count": os.cpu_count(),
+        "argv": sys.argv[1:], "cpu_count": os.cpu_count(), "cpu_model": cpu_model, "cpu_flags": cpu_flags,
         # the host's load as the run ends: above cpu_count, the run shared its cores (another lane of the
         # campaign, a test suite) and its images/s are no measurement of speed
         "load_average": [round(x, 2) for x in os.getloadavg()],

@@ -50,7 +50,8 @@ HISTORY_POINT = {"step": "int", "train_loss": "number?", "top1": "number?", "top
 ENV = {"python": "str?", "torch": "str?", "torchvision": "str?", "git_sha": "str?", "git_dirty": "bool?",
        "hostname": "str?", "device": "str?", "gpu_name": "str?", "world_size": "int?", "dist_backend": "str?",
        "parameter_servers": "int?", "slurm_job_id": "str?", "nodes": "list?", "slurm_tasks_per_node": "str?",
-       "started_at": "str?", "finished_at": "str?", "argv": "list?", "cpu_count": "int?", "load_average": "list?",
+       "started_at": "str?", "finished_at": "str?", "argv": "list?", "cpu_count": "int?", "cpu_model": "str?",
+       "cpu_flags": "list?", "load_average": "list?",
        "net": "str?", "resumed_at_steps": "list?", "recorded_by": "str?"}
 
 DATA = {"dataset": "str?", "synthetic": "bool?", "substitute_for": "str?", "source": "str?", "root": "str?",
