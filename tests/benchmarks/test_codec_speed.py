@@ -7,19 +7,17 @@ Run with ``make bench``.
 """
 from __future__ import annotations
 
-import json
 
 import numpy as np
 import pytest
 import torch
 
-from commbench.store.records import atomic_write
+from . import write_result
 from commbench.methods.codecs import sparse
 from commbench.methods.codecs.bits import TRIT_PACKINGS
 from commbench.methods.codecs import fused_ternary as fused
 from commbench.methods.threshold import select
 
-from ..conftest import REPO
 
 N = 4 * 1024 * 1024
 RESULTS: dict[str, float] = {}
@@ -34,8 +32,7 @@ def one_thread_and_report():
     copy = RESULTS.get("copy")
     if copy:
         table = {k: {"median_ms": v * 1e3, "rate_vs_copy": copy / v} for k, v in RESULTS.items()}
-        atomic_write(REPO / "results" / "benchmarks" / "codecs.json",
-                     json.dumps({"elements": N, "threads": 1, "results": table}, indent=1) + "\n")
+        write_result("codecs", {"elements": N, "threads": 1, "results": table})
         print("\n" + "\n".join(f"{k:28s} {v['median_ms']:8.2f} ms  {v['rate_vs_copy']:.3f} x copy rate"
                                for k, v in table.items()))
 
