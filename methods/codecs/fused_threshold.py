@@ -42,6 +42,7 @@ def _compile():
     # element a flag (0: kept; else 1, plus 2 where negative) and WGT's float32 value or QGT's multiple
     @jit
     def accumulate_values(acc, contribution, t64, sent, value):
+        count = 0
         for c in range(acc.size):
             a = acc[c] + np.float64(contribution[c])
             s = abs(a) >= t64
@@ -49,20 +50,26 @@ def _compile():
             value[c] = v
             acc[c] = a - np.float64(v) if s else a
             sent[c] = s
+            count += s
+        return count
 
     @jit
     def accumulate_signs(acc, contribution, t, sent):
         t64 = np.float64(t)
+        count = 0
         for c in range(acc.size):
             a = acc[c] + np.float64(contribution[c])
             s = abs(a) >= t64
             neg = a < 0
             acc[c] = a - np.float64(-t if neg else t) if s else a
             sent[c] = np.uint8(1 | (2 if neg else 0)) if s else np.uint8(0)
+            count += s
+        return count
 
     @jit
     def accumulate_multiples(acc, contribution, t, sent, multiple):
         t64 = np.float64(t)
+        count = 0
         for c in range(acc.size):
             a = acc[c] + np.float64(contribution[c])
             s = abs(a) >= t64
@@ -71,6 +78,8 @@ def _compile():
             multiple[c] = np.uint8(q)
             acc[c] = a - np.float64(np.float32(q) * (-t if neg else t)) if s else a
             sent[c] = np.uint8(1 | (2 if neg else 0)) if s else np.uint8(0)
+            count += s
+        return count
 
     @jit
     def mark(bits, sent, plane):
@@ -79,10 +88,17 @@ def _compile():
 
     # The serial pass: each sent element to the running count (as an unsigned number, which numba does not check
     # for wrap-around), in a loop per kind. No select here: the compiler makes a branch of a select on a loaded
-    # flag, mispredicted once in three at a third sent.
+    # flag, mispredicted once in three at a third sent. A chunk with few sent skips eight elements at a time where
+    # none is; a dense one runs the plain loop.
     @jit
-    def compact_values(sent, flags, value, lo, k, values, codes):
+    def compact_values(sent, flags, value, lo, k, values, codes, dense):
         at = numba.uint64(k)
+        if dense:
+            for c in range(sent.size):
+                values[at] = value[c]
+                codes[at] = np.int32(lo + c)
+                at += numba.uint64(sent[c])
+            return np.int64(at)
         words = sent.size >> 3
         for w in range(words + 1):
             if w < words and flags[w] == 0:
@@ -94,8 +110,17 @@ def _compile():
         return np.int64(at)
 
     @jit
-    def compact_signs(sent, flags, multiple, lo, k, codes, negative, multiples, with_multiples):
+    def compact_signs(sent, flags, multiple, lo, k, codes, negative, multiples, with_multiples, dense):
         at = numba.uint64(k)
+        if dense:
+            for c in range(sent.size):
+                f = sent[c]
+                negative[at] = f >> 1
+                codes[at] = np.int32(((lo + c) << 1) | (f >> 1))
+                if with_multiples:
+                    multiples[at] = multiple[c]
+                at += numba.uint64(f & 1)
+            return np.int64(at)
         words = sent.size >> 3
         for w in range(words + 1):
             if w < words and flags[w] == 0:
@@ -126,16 +151,19 @@ def _compile():
                 hi = min(lo + CHUNK, stop)
                 part, flags = acc[lo:hi], sent[:hi - lo]
                 if kind == 0:
-                    accumulate_values(part, contribution[lo:hi], np.float64(t), flags, value[:hi - lo])
+                    count = accumulate_values(part, contribution[lo:hi], np.float64(t), flags, value[:hi - lo])
                 elif kind == 1:
-                    accumulate_signs(part, contribution[lo:hi], t, flags)
+                    count = accumulate_signs(part, contribution[lo:hi], t, flags)
                 else:
-                    accumulate_multiples(part, contribution[lo:hi], t, flags, multiple[:hi - lo])
+                    count = accumulate_multiples(part, contribution[lo:hi], t, flags, multiple[:hi - lo])
+                if count == 0:
+                    continue  # bits are zeroed already
                 mark(bits[lo - start:hi - start], flags, np.uint8(plane))
+                dense = count * 16 > hi - lo  # more than one in sixteen: few words of eight are empty
                 if kind == 0:
-                    k = compact_values(flags, words, value, lo, k, values, codes)
+                    k = compact_values(flags, words, value, lo, k, values, codes, dense)
                 else:
-                    k = compact_signs(flags, words, multiple, lo, k, codes, negative, multiples, kind == 2)
+                    k = compact_signs(flags, words, multiple, lo, k, codes, negative, multiples, kind == 2, dense)
         return k
 
     @jit
