@@ -180,15 +180,24 @@ def _compile():
 
     @jit
     def flags_of(bits, plane, sent):
+        count = 0
         for c in range(bits.size):
-            sent[c] = (bits[c] >> plane) & 1
+            f = (bits[c] >> plane) & 1
+            sent[c] = f
+            count += f
+        return count
 
     @jit
-    def expand(sent, flags, vals, p, value):
+    def expand(sent, flags, vals, p, value, dense):
         """Each sent element of the chunk gets the next value, from number ``p`` on; returns the next number.
         ``flags``: the chunk buffer behind ``sent``, eight flags a word."""
         at = numba.uint64(p)
         last = numba.uint64(vals.size - 1)
+        if dense:
+            for c in range(sent.size):
+                value[c] = vals[min(at, last)]
+                at += numba.uint64(sent[c])
+            return np.int64(at)
         words = sent.size >> 3
         for w in range(words + 1):
             if w < words and flags[w] == 0:
@@ -250,8 +259,10 @@ def _compile():
             for lo in range(start, stop, CHUNK):
                 hi = min(lo + CHUNK, stop)
                 flags = sent[:hi - lo]
-                flags_of(bits[lo - start:hi - start], np.uint8(plane), flags)
-                p = expand(flags, words, vals, p, value)
+                count = flags_of(bits[lo - start:hi - start], np.uint8(plane), flags)
+                if count == 0:
+                    continue
+                p = expand(flags, words, vals, p, value, count * 16 > hi - lo)
                 add_where(total[lo:hi], flags, value)
 
     return select, pack_signs, add
