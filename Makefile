@@ -77,8 +77,9 @@ campaign-stop:
 campaign-status: $(STAMP)
 	@for g in $(CAMPAIGN); do echo "$$g:"; $(VENV)/bin/commbench status --out results/campaign --grid bench/grids/campaign/$$g.yaml 2>&1 >/dev/null | sed 's/^/  /'; done
 
+# the time-to-accuracy grid first (issue 38), then the papers' speed grids; each run alone on the machine
 campaign-net: $(STAMP)
-	for g in network-fig5 network-fig5-ps network-ssdsgd network-tta; do $(SUDO) $(VENV)/bin/commbench sweep bench/grids/campaign/$$g.yaml --out results/campaign; done
+	for g in network-tta network-fig5 network-fig5-ps network-ssdsgd; do $(SUDO) $(VENV)/bin/commbench sweep bench/grids/campaign/$$g.yaml --out results/campaign; done
 
 # The two-level model against a measurement: the two-node cluster at 100 Mbit/s between nodes (root), its grid
 # through Slurm, then the same workers on this host (the model's compute time). The cluster stays up.
