@@ -225,7 +225,9 @@ def comparison(frame: pd.DataFrame, target: float | None = None) -> pd.DataFrame
         goal, reached, n_done = d["target_top1"], d["runs_reaching_target"], d["n_done"] - d["runs_untimed"]
         rows.append({
             "task": d["task"],
-            "dataset": d["dataset"] + (f" (for {d['substitute_for']})" if d["substitute_for"] else ""),
+            # pandas reads a missing substitute as NaN where another row has one: NaN is truthy
+            "dataset": d["dataset"] + (f" (for {d['substitute_for']})" if isinstance(d["substitute_for"], str)
+                                       and d["substitute_for"] else ""),
             "method": d["method"], "params": d["params"], "differs": d["differs"], "workers": d["workers"],
             "backend": d["backend"], "tier": d["tier"], "steps": d["steps"], "n": d["n_runs"], "status": d["status"],
             "top1": _mean_std(d["top1_mean"], d["top1_std"], ".4f"),

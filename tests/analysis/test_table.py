@@ -199,3 +199,12 @@ def test_records_that_do_not_name_their_cpu_count_as_one_unknown_cpu(tmp_path):
     assert data.loc["terngrad", "speedup_vs_strongest"] == pytest.approx(2.0)
     assert data.loc["terngrad", "timing_cpu"] == "unknown CPU"
     assert data.loc["qgt", "timing_cpu"].startswith("mixed: ") and pd.isna(data.loc["qgt", "speedup_vs_strongest"])
+
+
+def test_a_real_data_row_beside_a_stand_in_row_names_no_substitute(tmp_path):
+    """pandas fills the stand-in column of the real-data rows with NaN, which is truthy: the row must read
+    'mnist', not 'mnist (for nan)'."""
+    write_record(tmp_path, "real", dataset="mnist")
+    write_record(tmp_path, "stand-in", dataset="fashion-mnist", substitute="mnist", seed=2)
+    shown = set(comparison(records_frame(tmp_path))["dataset"])
+    assert shown == {"mnist", "fashion-mnist (for mnist)"}
