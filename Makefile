@@ -56,7 +56,9 @@ report: $(STAMP)
 # CAMPAIGN_LANES sweeps go through the grids side by side, each taking the next run no other lane holds
 # (results/campaign/claims/): a simulated run of 2 or more workers computes on one thread of this 2-core
 # machine, so two lanes keep both cores busy. The grids' images/s are not speeds (campaign-net measures those).
-CAMPAIGN = precision-equivalence terngrad-fig3 terngrad-fig3-seed2 terngrad-fig3-wide terngrad-table1 ssdsgd-table2 ssdsgd-fig4-fig5 threshold-tables terngrad-table2 model-sizes
+# the third pass (issue 39) first, in its order of importance: SSD-SGD Table 2 and GRACE's ResNet-20 at half their
+# schedules, then the paper-rule diagnostic; the earlier grids after them
+CAMPAIGN = ssdsgd-table2-half grace-resnet20 ssdsgd-table2-paper-rule precision-equivalence terngrad-fig3 terngrad-fig3-seed2 terngrad-fig3-wide terngrad-table1 ssdsgd-table2 ssdsgd-fig4-fig5 threshold-tables terngrad-table2 model-sizes
 CAMPAIGN_LANES ?= 2
 campaign: $(STAMP) $(FASHION)
 	for lane in $$(seq $(CAMPAIGN_LANES)); do \
@@ -75,8 +77,9 @@ campaign-stop:
 campaign-status: $(STAMP)
 	@for g in $(CAMPAIGN); do echo "$$g:"; $(VENV)/bin/commbench status --out results/campaign --grid bench/grids/campaign/$$g.yaml 2>&1 >/dev/null | sed 's/^/  /'; done
 
+# the time-to-accuracy grid first (issue 38), then the papers' speed grids; each run alone on the machine
 campaign-net: $(STAMP)
-	for g in network-fig5 network-fig5-ps network-ssdsgd network-tta; do $(SUDO) $(VENV)/bin/commbench sweep bench/grids/campaign/$$g.yaml --out results/campaign; done
+	for g in network-tta network-fig5 network-fig5-ps network-ssdsgd; do $(SUDO) $(VENV)/bin/commbench sweep bench/grids/campaign/$$g.yaml --out results/campaign; done
 
 # The two-level model against a measurement: the two-node cluster at 100 Mbit/s between nodes (root), its grid
 # through Slurm, then the same workers on this host (the model's compute time). The cluster stays up.

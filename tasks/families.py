@@ -29,6 +29,15 @@ def decay_mxnet_style(model, weight_decay: float) -> dict[str, float]:
     return {n: (weight_decay if n.endswith("weight") else 0.0) for n, _ in model.named_parameters()}
 
 
+def decay_all_but_batchnorm(model, weight_decay: float) -> dict[str, float]:
+    """tf_cnn_benchmarks' ``filter_l2_loss_vars``: L2 on every variable whose name lacks "batchnorm" (conv kernels,
+    FC weights and FC biases), never on BN's gamma and beta."""
+    from torch import nn
+
+    norms = {name for name, m in model.named_modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)}
+    return {n: (0.0 if n.rpartition(".")[0] in norms else weight_decay) for n, _ in model.named_parameters()}
+
+
 def decay_everything(model, weight_decay: float) -> dict[str, float]:
     """torch's ``SGD(weight_decay=...)``: every parameter, BN and biases included."""
     return {n: weight_decay for n, _ in model.named_parameters()}

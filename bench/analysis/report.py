@@ -135,7 +135,9 @@ def tta_blocks(results: Path, figures_dir: Path) -> list[Block]:
     out = [Block("h2", "Time to accuracy"),
            Block("p", "Measured on emulated links against the strongest of the fp32, fp16 and bf16 all-reduce of the "
                       "same setting (seeds paired; docs/analysis.md says how). The target and horizon were declared "
-                      "before the runs.")]
+                      "before the runs. Times compare only among runs timed on one CPU: "
+                      + "; ".join(f"{cpu} ({count} runs)" for cpu, count in sorted(declared["cpu"].value_counts().items()))
+                      + ".")]
     table = comparison(declared)
     out.append(_table_block(TTA_COLUMNS, table.to_dict("records")))
     nets = set(declared["setting_flat"].map(lambda flat: flat.get("net")).dropna())
@@ -147,10 +149,10 @@ def tta_blocks(results: Path, figures_dir: Path) -> list[Block]:
             cluster = clusters.load("terngrad-fig5")
             task = declared["task"].iloc[0]
             workers = int(declared["workers"].iloc[0])
-            rows, notes, calibration = tta_tables.report(results, task, workers, "1gbit", "100mbit", cluster)
+            rows, notes, calibration, cpu = tta_tables.report(results, task, workers, "1gbit", "100mbit", cluster)
             figure = figures_dir / f"tta-crossover_{task}_w{workers}.png"
             tta_tables.draw_crossover(figure, results, task, workers, calibration, ["1gbit", "100mbit"], cluster,
-                                      cluster.compute_s(task)[0], None, 50e-6)
+                                      cluster.compute_s(task)[0], None, 50e-6, cpu)
         except ConfigError as exc:
             return out + [Block("p", f"(no projection: {exc})")]
         out.append(Block("h3", "Projected: calibrated at 1 Gbit/s, validated at 100 Mbit/s, projected to a cluster"))

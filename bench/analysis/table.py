@@ -20,12 +20,13 @@ DATA_COLUMNS = ["task", "dataset", "substitute_for", "method", "params", "differ
                 "steps", "n_runs", "n_done", "seeds", "status", "top1_mean", "top1_std", "top5_mean",
                 "bytes_sent_per_worker_step", "bytes_received_per_worker_step", "fp32_bytes_over_sent",
                 "images_per_s_mean", "images_per_s_std", "comm_exposed_share", "target_top1", "target_source",
-                "time_to_target_s", "runs_reaching_target", "runs_untimed", "strongest_baseline",
+                "time_to_target_s", "runs_reaching_target", "runs_untimed", "timing_cpu", "strongest_baseline",
                 "speedup_vs_strongest", "speedup_low", "speedup_high", "speedup_pairs", "setting_id"]
 # time to accuracy: by default the first point at which a run reaches its setting's baseline's final top-1 minus this
 TARGET_BELOW_BASELINE = 0.005
 # what a run's baseline shares with it: its setting less the method's own choices
 METHOD_FIELDS = ("method", "method_params", "method_version", "exchange", "bucket_mb")
+UNKNOWN_CPU = "unknown CPU"
 SHOWN = ("task", "dataset", "method", "workers", "backend", "tier", "steps")  # fields the table shows anyway
 
 
@@ -59,6 +60,8 @@ def records_frame(root: Path) -> pd.DataFrame:
             "timed": any(isinstance(h.get("train_s"), (int, float)) for h in r.get("history", [])
                          if isinstance(h, dict) and isinstance(h.get("top1"), (int, float))),
             "eval_target": cfg.get("eval_target"),
+            # the CPU its times were measured on: times compare only on one (older records did not say)
+            "cpu": (r.get("env") or {}).get("cpu_model") or UNKNOWN_CPU,
             "setting": _key(setting),
             "setting_flat": flat_items(setting),
             "baseline_setting": _key({k: v for k, v in setting.items() if k not in METHOD_FIELDS}),
@@ -163,10 +166,13 @@ def comparison_data(frame: pd.DataFrame, target: float | None = None) -> pd.Data
         statuses = group["status"].value_counts()
         goal, source = _goal(group, target, baseline_top1.get(first["baseline_setting"]))
         timed = done[done["timed"]]
-        times = {seed: time_to(curve, goal) for seed, curve in zip(timed["seed"], timed["curve"])} if goal else {}
+        cpus = timed["cpu"].value_counts()
+        cpu = cpus.index[0] if len(cpus) == 1 else None
+        times = ({seed: time_to(curve, goal) for seed, curve in zip(timed["seed"], timed["curve"])}
+                 if goal and cpu is not None else {})
         reached = [t for t in times.values() if t is not None]
         substitutes = group["substitute"].dropna()
-        arms.append((first["baseline_setting"], goal, Arm(first["method"], times)))
+        arms.append((first["baseline_setting"], goal, Arm(first["method"], times, cpu)))
         rows.append({
             "task": first["task"], "dataset": first["dataset"],
             "substitute_for": substitutes.iloc[0] if not substitutes.empty else None,
@@ -183,8 +189,10 @@ def comparison_data(frame: pd.DataFrame, target: float | None = None) -> pd.Data
             "comm_exposed_share": _mean(done["exposed"]), "target_top1": goal, "target_source": source,
             "time_to_target_s": sum(reached) / len(reached) if reached else None,
             # of the runs whose history times their evaluations: a run without train_s is unknown, not unreached
-            "runs_reaching_target": len(reached) if goal is not None and len(timed) else None,
+            "runs_reaching_target": len(reached) if goal is not None and len(timed) and cpu is not None else None,
             "runs_untimed": len(done) - len(timed),
+            "timing_cpu": cpu if cpu is not None or not len(cpus) else
+                          "mixed: " + "; ".join(f"{name} ({count})" for name, count in sorted(cpus.items())),
             "setting_id": hashlib.sha256(first["setting"].encode()).hexdigest()[:10],
         })
     for row, (where, goal, arm) in zip(rows, arms):
@@ -196,8 +204,9 @@ def comparison_data(frame: pd.DataFrame, target: float | None = None) -> pd.Data
 
 
 def _against_strongest(arm: Arm, rivals: list[Arm]) -> dict:
-    """The strongest all-reduce arm among ``rivals`` (the same setting and target), and ``arm``'s speed-up."""
-    strong = strongest(rivals)
+    """The strongest all-reduce arm among ``rivals`` (the same setting and target) measured on ``arm``'s CPU, and
+    ``arm``'s speed-up."""
+    strong = strongest(rivals, arm.cpu) if arm.cpu is not None else None
     if strong is None or not arm.times:
         return {"strongest_baseline": strong.method if strong else None, "speedup_vs_strongest": None,
                 "speedup_low": None, "speedup_high": None, "speedup_pairs": 0}
@@ -216,7 +225,9 @@ def comparison(frame: pd.DataFrame, target: float | None = None) -> pd.DataFrame
         goal, reached, n_done = d["target_top1"], d["runs_reaching_target"], d["n_done"] - d["runs_untimed"]
         rows.append({
             "task": d["task"],
-            "dataset": d["dataset"] + (f" (for {d['substitute_for']})" if d["substitute_for"] else ""),
+            # pandas reads a missing substitute as NaN where another row has one: NaN is truthy
+            "dataset": d["dataset"] + (f" (for {d['substitute_for']})" if isinstance(d["substitute_for"], str)
+                                       and d["substitute_for"] else ""),
             "method": d["method"], "params": d["params"], "differs": d["differs"], "workers": d["workers"],
             "backend": d["backend"], "tier": d["tier"], "steps": d["steps"], "n": d["n_runs"], "status": d["status"],
             "top1": _mean_std(d["top1_mean"], d["top1_std"], ".4f"),
@@ -227,6 +238,8 @@ def comparison(frame: pd.DataFrame, target: float | None = None) -> pd.DataFrame
             "comm exposed": _number(None if d["comm_exposed_share"] is None else 100 * d["comm_exposed_share"],
                                     ".0f", "%"),
             "time to target (s)": ("—" if goal is None or pd.isna(goal) else
+                                   f"none (timed on more than one CPU: {d['timing_cpu'][len('mixed: '):]})"
+                                   if str(d["timing_cpu"]).startswith("mixed: ") else
                                    "unknown (the history has no train_s)" if reached is None or pd.isna(reached) else
                                    f"not reached within {d['steps']} steps (top-1 {goal:.4f})" if not reached else
                                    f"{d['time_to_target_s']:.1f}" + (f" ({int(reached)} of {n_done})"

@@ -10,6 +10,10 @@ record is: worker 0's raw weights (or the recipe's moving average where the reci
 The strongest baseline of a setting is the all-reduce people really run, fp32, fp16 or bf16, with the lowest
 mean time to target among those whose every run reached it. A method's speed-up against it pairs the seeds the
 two arms share: the geometric mean of the per-seed ratios, with a t interval on their logarithms (95%).
+
+Times compare only when measured on one CPU (``env.cpu_model``; records from before it was recorded count as one
+unknown CPU): an arm whose timed runs ran on more than one has no time to target, and an arm is measured against
+the strongest baseline measured on its own CPU.
 """
 from __future__ import annotations
 
@@ -32,6 +36,7 @@ class Arm:
 
     method: str
     times: dict
+    cpu: str | None = None   # the one CPU every timed run ran on (None: more than one, so no times)
 
     @property
     def all_reached(self) -> bool:
@@ -42,9 +47,10 @@ class Arm:
         return sum(self.times.values()) / len(self.times) if self.all_reached else None
 
 
-def strongest(arms: list[Arm]) -> Arm | None:
-    """The fp32, fp16 or bf16 all-reduce arm with the lowest mean time to target (every run reached it)."""
-    candidates = [a for a in arms if a.method in STRONG_BASELINES and a.all_reached]
+def strongest(arms: list[Arm], cpu: str | None = None) -> Arm | None:
+    """The fp32, fp16 or bf16 all-reduce arm with the lowest mean time to target (every run reached it); given
+    ``cpu``, among the arms measured on that CPU alone."""
+    candidates = [a for a in arms if a.method in STRONG_BASELINES and a.all_reached and (cpu is None or a.cpu == cpu)]
     return min(candidates, key=lambda a: (a.mean, STRONG_BASELINES.index(a.method)), default=None)
 
 

@@ -154,14 +154,14 @@ def run_tta(args) -> int:
     if args.sweep_bandwidth and cluster is None:
         raise ConfigError("--sweep-bandwidth: needs --cluster (the shape and compute the map sweeps the link of)")
     compute = bounded(args.compute_s, "--compute-s", above=0)
-    rows, notes, calibration = tta_tables.report(results, args.task, args.workers, args.calibrate_on,
-                                                 args.validate_on, cluster, compute, args.target,
-                                                 args.latency_us * 1e-6)
+    rows, notes, calibration, cpu = tta_tables.report(results, args.task, args.workers, args.calibrate_on,
+                                                      args.validate_on, cluster, compute, args.target,
+                                                      args.latency_us * 1e-6, args.cpu)
     if args.sweep_bandwidth:
         step = compute if compute is not None else cluster.compute_s(args.task)[0]
         tta_tables.draw_crossover(Path(args.sweep_bandwidth), results, args.task, args.workers, calibration,
                                   [net for net in (args.calibrate_on, args.validate_on) if net], cluster, step,
-                                  args.target, args.latency_us * 1e-6)
+                                  args.target, args.latency_us * 1e-6, cpu)
         notes.append(f"crossover map: {args.sweep_bandwidth}")
     emit(render(rows, notes, args.format), args.out)
     return 0
@@ -239,6 +239,8 @@ def _add_tta(sub) -> None:
     tta.add_argument("--target", type=ascii_float, metavar="TOP1", help="default: the runs' declared eval.target")
     tta.add_argument("--latency-us", type=ascii_float, default=50.0, metavar="US",
                      help="the emulated links' latency per message (default: %(default)s)")
+    tta.add_argument("--cpu", metavar="MODEL", help="read only the runs timed on this CPU (the records' env.cpu_model; "
+                                                     "needed where the runs were timed on more than one)")
     tta.add_argument("--sweep-bandwidth", metavar="FIGURE", help="draw the crossover map into this file (.png, .pdf)")
     tta.add_argument("--format", choices=["md", "csv", "json"], default="md", help="output format (default: %(default)s)")
     tta.add_argument("--out", metavar="FILE", help="also write the output here")

@@ -151,6 +151,11 @@ def _check_together(task, values: Mapping[str, Any]) -> None:
         raise ConfigError(f"lr_schedule.step_size: required by lr_schedule.kind={kind}")
     if kind == "multistep" and not values.get("lr_schedule.milestones"):
         raise ConfigError("lr_schedule.milestones: required by lr_schedule.kind=multistep")
+    if values.get("optimizer.nesterov") and (values.get("optimizer.name") != "momentum" or not values.get(
+            "optimizer.momentum") or values.get("optimizer.momentum_form") == "lr_inside"):
+        raise ConfigError(f"optimizer.nesterov: needs optimizer.name=momentum with a momentum above 0 in the lr_outside "
+                          f"form (got {values.get('optimizer.name')}, momentum {values.get('optimizer.momentum')}, "
+                          f"{values.get('optimizer.momentum_form')})")
     if "optimizer.name" not in values or "lr_schedule.base_lr" not in values:
         raise ConfigError(f"recipe: {task.name}/{values['recipe']} sets no optimizer or base LR")
 

@@ -80,6 +80,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("optimizer.momentum_form", one_of("lr_outside", "lr_inside"),
             Cited("lr_outside", "harness default: torch's and TF's momentum, buf = m buf + g; w -= lr buf"),
             field="optimizer", implicit="lr_outside"),
+    # Nesterov momentum (TF's MomentumOptimizer(use_nesterov=True), torch's SGD(nesterov=True): the same update)
+    Setting("optimizer.nesterov", boolean, Cited(False, "harness default: heavy-ball momentum"), field="optimizer",
+            implicit=False),
     Setting("optimizer.beta1", number(0, 1), Cited(0.9, "TF/torch Adam default"), field="optimizer"),
     Setting("optimizer.beta2", number(0, 1), Cited(0.999, "TF/torch Adam default"), field="optimizer"),
     Setting("optimizer.eps", number(0), Cited(1e-8, "TF/torch Adam default"), field="optimizer"),

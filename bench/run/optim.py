@@ -74,8 +74,9 @@ def make_optimizer(spec: Mapping, params: Iterable[torch.Tensor]) -> torch.optim
         return LrInsideMomentum(params, lr=0.0, momentum=spec["momentum"])
     if spec["name"] in ("sgd", "momentum"):
         momentum = spec["momentum"] if spec["name"] == "momentum" else 0.0
-        # torch's SGD momentum (buf = m*buf + g; w -= lr*buf) is TF's MomentumOptimizer.
-        return torch.optim.SGD(params, lr=0.0, momentum=momentum)
+        # torch's SGD momentum (buf = m*buf + g; w -= lr*buf) is TF's MomentumOptimizer, and with Nesterov
+        # (w -= lr*(g + m*buf)) TF's use_nesterov=True
+        return torch.optim.SGD(params, lr=0.0, momentum=momentum, nesterov=bool(spec.get("nesterov", False)))
     if spec["name"] == "adam":
         return torch.optim.Adam(params, lr=0.0, betas=(spec["beta1"], spec["beta2"]), eps=spec["eps"])
     raise ValueError(f"unknown optimizer {spec['name']!r}")

@@ -30,6 +30,9 @@ Augmentations (``augment``), training / evaluation:
   ``pad_size 4``; ``set_cifar_aug``: ``fill_value 0``, ``random_crop 1``, ``random_mirror 1``, ``rgb_mean
   125.307,122.961,113.8575``, ``rgb_std 51.5865,50.847,51.255``): pad 4 with zeros, random 28 x 28 crop,
   random mirror, (x - mean) / std on the 0-255 scale. Evaluation: central 28 x 28 crop, same normalisation.
+- ``tf-resnet32``: tf_cnn_benchmarks' ``Cifar10ImagePreprocessor`` (GRACE's ResNet-20 runs):
+  ``resize_image_with_crop_or_pad`` to 40 x 40 (4 zeros each side), random 32 x 32 crop, random flip, then
+  x / 127.5 - 1 (no per-channel statistics). Evaluation: the image, the same scaling.
 
 Random choices come from :func:`tasks.data.rng.sample_uniforms`: a sample's crop, flip, brightness and
 contrast depend on (seed, step, sample index) only. Integer choices are ``floor(u * n)``; a flip is ``u < 0.5``.
@@ -58,6 +61,7 @@ VERIFY_ENV = "COMMBENCH_CIFAR_VERIFY"
 
 RESNET32_MEAN, RESNET32_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)  # akamaster trainer.py (0-1 scale)
 RESNET28_MEAN, RESNET28_STD = (125.307, 122.961, 113.8575), (51.5865, 50.847, 51.255)  # SSD-SGD (0-255 scale)
+TF_RESNET_SCALE = (127.5, 127.5, 127.5)  # tf_cnn_benchmarks: x / 127.5 - 1 = (x - 127.5) / 127.5
 
 
 def crop_flip(x: torch.Tensor, top: torch.Tensor, left: torch.Tensor, height: int, width: int,
@@ -138,6 +142,7 @@ AUGMENTS = {
     "cifarnet": CifarNetAugment,
     "resnet32": lambda: PadCropAugment(32, RESNET32_MEAN, RESNET32_STD, scale=255.0),
     "resnet28": lambda: PadCropAugment(28, RESNET28_MEAN, RESNET28_STD, scale=1.0),
+    "tf-resnet32": lambda: PadCropAugment(32, TF_RESNET_SCALE, TF_RESNET_SCALE, scale=1.0),
 }
 
 

@@ -17,7 +17,19 @@ BN eps 2e-5, MXNet momentum 0.9 (torch momentum 0.1). Init as SSD-SGD's common/f
 network: ``Xavier(rnd_type='gaussian', factor_type='in', magnitude=2)`` = normal std sqrt(2 / fan_in) on conv and
 FC weights, zero biases, BN gamma 1 / beta 0.
 
-Both end in global average pooling, so 32x32 (He et al.) and 28x28 (SSD-SGD's train_cifar10.py crops) work.
+``preact-option-a``: tf_cnn_benchmarks' ``resnet20_v2`` (models/resnet_model.py, ResnetCifar10Model), the model
+of GRACE's ResNet-20 runs:
+- stem: conv 3x3 16 (no bias) -> BN (gamma and beta, eps 1e-5, TF decay 0.9) -> ReLU
+- pre-activation units: BN (beta only: batch_norm()'s scale=False, eps 1e-3, decay 0.999) -> ReLU -> conv 3x3
+  (stride; 'SAME', which pads a stride-2 conv on the bottom/right only) -> BN (gamma and beta, eps 1e-5, decay 0.9)
+  -> ReLU -> conv 3x3 (no BN, no bias); the shortcut, taken from the unit's input before its BN, is option A:
+  a 1x1 average pool with the stride (every other pixel) and channels zero-padded (depth - in) / 2 on each side
+- final BN (beta only, eps 1e-3, decay 0.999) -> ReLU -> global average pool -> FC with bias
+Init as tf_cnn_benchmarks: conv kernels ``variance_scaling_initializer()`` (truncated normal, fan in, scale 1),
+FC weights truncated normal std sqrt(1 / 64) (a linear layer), biases 0, BN gamma 1 / beta 0.
+
+All end in global average pooling, so 32x32 (He et al., tf_cnn_benchmarks) and 28x28 (SSD-SGD's train_cifar10.py
+crops) work.
 """
 from __future__ import annotations
 
@@ -25,9 +37,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._tf import BatchNormNoScale
+from ._tf import BatchNormNoScale, conv_same, trunc_normal_
 
-VARIANTS = ("option-a", "preact-projection")
+VARIANTS = ("option-a", "preact-projection", "preact-option-a")
 
 _MX_BN = dict(eps=2e-5, momentum=0.1)
 
@@ -73,6 +85,35 @@ class PreActUnit(nn.Module):
         return out + (x if self.sc is None else self.sc(act1))
 
 
+# tf_cnn_benchmarks' two BN settings: batch_norm_config for the BN inside conv(), batch_norm()'s defaults
+_TF_CONV_BN = dict(eps=1e-5, momentum=0.1)     # decay 0.9, scale=True
+_TF_PLAIN_BN = dict(eps=1e-3, momentum=0.001)  # decay 0.999, scale=False (BatchNormNoScale)
+_TRUNCATED_STD = 0.87962566103423978  # TF's variance scaling: the std of a unit normal truncated at 2 std
+
+
+class TfPreActUnit(nn.Module):
+    """tf_cnn_benchmarks ``residual_block(version='v2')`` with its option-A ("Plan A") shortcut."""
+
+    def __init__(self, cin: int, cout: int, stride: int):
+        super().__init__()
+        self.bn1 = BatchNormNoScale(cin, **_TF_PLAIN_BN)
+        self.conv1 = conv_same(cin, cout, 3, stride, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout, **_TF_CONV_BN)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.stride, self.pad = stride, (cout - cin) // 2
+
+    def shortcut(self, x: torch.Tensor) -> torch.Tensor:
+        if self.pad == 0 and self.stride == 1:
+            return x
+        x = x[:, :, ::self.stride, ::self.stride]  # apool(1, 1, stride, stride): a 1x1 window keeps every other pixel
+        return F.pad(x, (0, 0, 0, 0, self.pad, self.pad))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.conv1(F.relu(self.bn1(x)))
+        out = self.conv2(F.relu(self.bn2(out)))
+        return self.shortcut(x) + out
+
+
 class ResNetCifar(nn.Module):
     def __init__(self, variant: str, num_classes: int = 10, units: int = 3):
         super().__init__()
@@ -89,6 +130,16 @@ class ResNetCifar(nn.Module):
                     cin = w
             self.stages = nn.Sequential(*blocks)
             self.head = nn.Identity()
+        elif variant == "preact-option-a":
+            self.stem = nn.Sequential(nn.Conv2d(3, 16, 3, 1, 1, bias=False), nn.BatchNorm2d(16, **_TF_CONV_BN),
+                                      nn.ReLU())
+            units_, cin = [], 16
+            for i, w in enumerate(widths):
+                for j in range(units):
+                    units_.append(TfPreActUnit(cin, w, 2 if i > 0 and j == 0 else 1))
+                    cin = w
+            self.stages = nn.Sequential(*units_)
+            self.head = nn.Sequential(BatchNormNoScale(64, **_TF_PLAIN_BN), nn.ReLU())
         else:
             # MXNet's bn_data has a gamma pinned to 1 by fix_gamma; only its beta is a parameter here.
             self.stem = nn.Sequential(BatchNormNoScale(3, **_MX_BN), nn.Conv2d(3, 16, 3, 1, 1, bias=False))
@@ -100,6 +151,9 @@ class ResNetCifar(nn.Module):
             self.stages = nn.Sequential(*units_)
             self.head = nn.Sequential(nn.BatchNorm2d(64, **_MX_BN), nn.ReLU())
         self.fc = nn.Linear(64, num_classes)
+        if variant == "preact-option-a":
+            self._init_tf()
+            return
         with torch.no_grad():
             for m in self.modules():
                 if isinstance(m, (nn.Conv2d, nn.Linear)):
@@ -107,6 +161,15 @@ class ResNetCifar(nn.Module):
                     nn.init.kaiming_normal_(m.weight)
             if variant == "preact-projection":
                 self.fc.bias.zero_()  # MXNet's Xavier initialises biases to 0; akamaster keeps torch's default
+
+    @torch.no_grad()
+    def _init_tf(self) -> None:
+        for m in self.modules():
+            if isinstance(m, nn.Conv2d):
+                fan_in = m.in_channels * m.kernel_size[0] * m.kernel_size[1]
+                trunc_normal_(m.weight, (1.0 / fan_in) ** 0.5 / _TRUNCATED_STD)
+        trunc_normal_(self.fc.weight, (1.0 / self.fc.in_features) ** 0.5)
+        self.fc.bias.zero_()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = self.head(self.stages(self.stem(x)))

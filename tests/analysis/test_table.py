@@ -107,15 +107,18 @@ def test_a_timm_model_a_sliced_batch_norm_and_bf16_show_in_the_params(tmp_path):
     assert params == {"model.timm=resnet18", "model.bn_batch=32, precision=bf16-autocast"}
 
 
-def _timed_runs(root, method, seconds_by_seed, *, target=None, steps=600):
+def _timed_runs(root, method, seconds_by_seed, *, target=None, steps=600, cpu=None):
     """Runs of one method whose history crosses top-1 0.98 at the given training seconds (None: never, within
-    the horizon of ``steps``)."""
+    the horizon of ``steps``); ``cpu``: the CPU they say they ran on, as a name or per seed (None: unsaid)."""
     import json as json_module
 
     for seed, seconds in seconds_by_seed.items():
         run_id = f"{method}-{seed}"
         record = write_record(root, run_id, method=method, seed=seed, top1=0.985 if seconds else 0.97, steps=steps,
                               config={"eval_target": target} if target is not None else None)
+        on = cpu.get(seed) if isinstance(cpu, dict) else cpu
+        if on is not None:
+            record.setdefault("env", {})["cpu_model"] = on
         crossing = seconds if seconds else 1e9
         record["history"] = [{"step": s, "top1": 0.985 if s * 0.1 >= crossing else 0.97, "train_s": s * 0.1}
                              for s in range(50, steps + 1, 50)]
@@ -167,3 +170,41 @@ def test_the_readers_target_overrides_the_declared_one_and_a_derived_target_says
     _timed_runs(other, "baseline", {1: 40})
     row = comparison_data(records_frame(other)).iloc[0]
     assert row["target_source"] == "derived" and row["target_top1"] == pytest.approx(0.985 - 0.005)
+
+
+def test_times_compare_only_on_one_cpu(tmp_path):
+    """A method timed on two CPUs gets no time to target (the row names both); an arm is measured against the
+    strongest baseline timed on its own CPU, never against a faster machine's."""
+    fast, slow = "Intel Xeon (cpu family 6, model 143)", "AMD EPYC (cpu family 25, model 1)"
+    _timed_runs(tmp_path, "baseline", {1: 40, 2: 50}, target=0.98, cpu=slow)
+    _timed_runs(tmp_path, "fp16", {1: 10, 2: 11}, target=0.98, cpu=fast)            # fastest, but elsewhere
+    _timed_runs(tmp_path, "terngrad", {1: 20, 2: 25}, target=0.98, cpu=slow)
+    _timed_runs(tmp_path, "qgt", {1: 20, 2: 22}, target=0.98, cpu={1: slow, 2: fast})
+    data = comparison_data(records_frame(tmp_path)).set_index("method")
+    assert data.loc["terngrad", "strongest_baseline"] == "baseline"
+    assert data.loc["terngrad", "speedup_vs_strongest"] == pytest.approx(2.0)
+    assert data.loc["terngrad", "timing_cpu"] == slow
+    assert data.loc["fp16", "strongest_baseline"] == "fp16"  # alone on its CPU: its own reference
+    assert pd.isna(data.loc["qgt", "time_to_target_s"]) and pd.isna(data.loc["qgt", "speedup_vs_strongest"])
+    assert data.loc["qgt", "timing_cpu"] == f"mixed: {slow} (1); {fast} (1)"
+    shown = comparison(records_frame(tmp_path)).set_index("method")["time to target (s)"]
+    assert shown["qgt"] == f"none (timed on more than one CPU: {slow} (1); {fast} (1))"
+
+
+def test_records_that_do_not_name_their_cpu_count_as_one_unknown_cpu(tmp_path):
+    _timed_runs(tmp_path, "baseline", {1: 40, 2: 40}, target=0.98)
+    _timed_runs(tmp_path, "terngrad", {1: 20, 2: 20}, target=0.98)
+    _timed_runs(tmp_path, "qgt", {1: 20, 2: 20}, target=0.98, cpu={1: "AMD EPYC (cpu family 25, model 1)"})
+    data = comparison_data(records_frame(tmp_path)).set_index("method")
+    assert data.loc["terngrad", "speedup_vs_strongest"] == pytest.approx(2.0)
+    assert data.loc["terngrad", "timing_cpu"] == "unknown CPU"
+    assert data.loc["qgt", "timing_cpu"].startswith("mixed: ") and pd.isna(data.loc["qgt", "speedup_vs_strongest"])
+
+
+def test_a_real_data_row_beside_a_stand_in_row_names_no_substitute(tmp_path):
+    """pandas fills the stand-in column of the real-data rows with NaN, which is truthy: the row must read
+    'mnist', not 'mnist (for nan)'."""
+    write_record(tmp_path, "real", dataset="mnist")
+    write_record(tmp_path, "stand-in", dataset="fashion-mnist", substitute="mnist", seed=2)
+    shown = set(comparison(records_frame(tmp_path))["dataset"])
+    assert shown == {"mnist", "fashion-mnist (for mnist)"}

@@ -64,8 +64,9 @@ def _step(method: str, rate_bytes: float) -> float:
     return step_s(arm, Links(2, 1, rate_bytes, None, 50e-6), COMPUTE)
 
 
-def _runs(root, net: str, rate_bytes: float, slower: dict | None = None) -> None:
-    """Three seeds of each arm on one link, timed as the model says (a method in ``slower`` by that factor)."""
+def _runs(root, net: str, rate_bytes: float, slower: dict | None = None, cpu: str | None = None) -> None:
+    """Three seeds of each arm on one link, timed as the model says (a method in ``slower`` by that factor), on
+    ``cpu`` (None: records that do not say)."""
     for method, (sent, codec, cross, exchange) in ARMS.items():
         step = _step(method, rate_bytes) * (slower or {}).get(method, 1.0)
         for seed in (1, 2, 3):
@@ -80,6 +81,8 @@ def _runs(root, net: str, rate_bytes: float, slower: dict | None = None) -> None
                 "wait_s": exposed * steps, "update_s": 0.0, "other_s": 0.0})
             record["history"] = [{"step": s, "top1": 0.985 if s >= cross else 0.97, "train_s": s * step}
                                  for s in range(20, steps + 1, 20)]
+            if cpu is not None:
+                record.setdefault("env", {})["cpu_model"] = cpu
             (root / "runs" / f"{method}-{net}-{seed}.json").write_text(json.dumps(record))
 
 
@@ -109,6 +112,26 @@ def test_a_projection_to_a_shipped_cluster_ranks_against_the_strongest_all_reduc
     strongest = max(projected[m]["vs strongest"] for m in ("baseline", "fp16"))
     assert strongest == pytest.approx(1.0)  # the strongest all-reduce is the reference: 1x against itself
     assert any("a projection, not a measurement" in n for n in out["notes"])
+
+
+def test_runs_timed_on_two_cpus_are_never_mixed_and_one_can_be_chosen(tmp_path):
+    """Calibrated on one machine and validated on another, the held-out error would measure the machines: the
+    command refuses, names both CPUs and their runs per link, and reads one CPU's runs where --cpu names it."""
+    amd, intel = "AMD EPYC (cpu family 25, model 1)", "Intel Xeon (cpu family 6, model 143)"
+    _runs(tmp_path, "1gbit", 1.25e8, cpu=amd)
+    _runs(tmp_path, "100mbit", 1.25e7, cpu=amd)
+    faster = tmp_path / "runs-on-intel"
+    _runs(faster, "100mbit", 1.25e7, slower={"terngrad": 0.5}, cpu=intel)
+    done = commbench("model", "tta", "--results", str(tmp_path), "--validate-on", "100mbit")
+    assert done.returncode == 2 and "timed on more than one CPU" in done.stderr
+    assert f"{amd} (9 on 1gbit, 9 on 100mbit); {intel} (9 on 100mbit)" in done.stderr and "--cpu" in done.stderr
+    done = commbench("model", "tta", "--results", str(tmp_path), "--validate-on", "100mbit", "--cpu", amd,
+                     "--format", "json")
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert all(r["within 20%"] for r in out["rows"]) and any(f"timed on {amd}" in n for n in out["notes"])
+    done = commbench("model", "tta", "--results", str(tmp_path), "--validate-on", "100mbit", "--cpu", intel)
+    assert done.returncode == 2 and f"--cpu {intel!r}: no done lenet-mnist runs of 2 workers on 1gbit" in done.stderr
 
 
 def test_bad_input_is_named(tmp_path):

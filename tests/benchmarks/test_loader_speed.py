@@ -16,7 +16,6 @@ below 1: the loader is then not what limits a run. Reported, not asserted; resul
 """
 from __future__ import annotations
 
-import json
 import os
 import pickle
 import statistics
@@ -28,13 +27,12 @@ import torch
 import torch.nn.functional as F
 from PIL import Image
 
-from commbench.store.records import atomic_write
+from . import write_result
 from commbench.run.train import GlobalBatches
 from commbench.tasks.data import load_cifar10, load_imagenet_folder, load_mnist_format, make_synthetic
 from commbench.tasks.models import LeNet
 from commbench.tasks.models.cifarnet import CifarNet
 
-from ..conftest import REPO
 
 STEPS, WARMUP, WORKERS = 100, 10, 2
 RESULTS: dict[str, dict] = {}
@@ -49,7 +47,7 @@ def harness_threads_and_report():
     if RESULTS:
         out = {"threads_per_worker": max(1, (os.cpu_count() or 1) // WORKERS), "cpu_count": os.cpu_count(),
                "steps": STEPS, "torch": torch.__version__, "results": RESULTS}
-        atomic_write(REPO / "results" / "benchmarks" / "loader.json", json.dumps(out, indent=1) + "\n")
+        write_result("loader", out)
         print()
         for name, r in RESULTS.items():
             if "ratio_loader_over_step" in r:

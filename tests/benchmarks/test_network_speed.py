@@ -17,7 +17,7 @@ import sys
 import pytest
 
 from commbench.methods.comm.dist import free_port
-from commbench.store.records import atomic_write
+from . import write_result
 
 from ..conftest import REPO, commbench
 
@@ -72,6 +72,6 @@ def test_overlapped_baseline_against_ddp_and_compression_against_it(tmp_path):
                        f"run, {ROUNDS} rounds alternated",
               "median_step_s": median, "baseline_step_over_ddp": ratio_vs_ddp,
               "speedup_over_baseline": speedups, "rounds": rounds}
-    atomic_write(REPO / "results" / "benchmarks" / "network_speed.json", json.dumps(result, indent=1) + "\n")
+    write_result("network_speed", result)
     print(f"\nbaseline / DDP step time {ratio_vs_ddp:.3f}; speed-ups over the baseline: "
           + ", ".join(f"{m} {v:.2f}x" for m, v in speedups.items()))

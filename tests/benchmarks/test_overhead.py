@@ -10,9 +10,9 @@ import statistics
 
 import pytest
 
-from commbench.store.records import atomic_write
+from . import write_result
 
-from ..conftest import REPO, commbench
+from ..conftest import commbench
 from .ddp_loop import measure
 
 STEPS, ROUNDS = 300, 3
@@ -35,5 +35,5 @@ def test_harness_step_vs_hand_written_ddp(tmp_path, data_root):
     result = {"steps": STEPS, "rounds": ROUNDS, "commbench_images_per_s": ours, "ddp_images_per_s": ddp,
               "median_ratio_commbench_over_ddp": ratio,
               "setup": "LeNet (tf), Fashion-MNIST, 2 gloo workers x 1 thread, batch 32/worker, momentum SGD"}
-    atomic_write(REPO / "results" / "benchmarks" / "harness_overhead.json", json.dumps(result, indent=1) + "\n")
+    write_result("harness_overhead", result)
     print(f"\ncommbench {ours} vs DDP {ddp} images/s: median ratio {ratio:.3f}")

@@ -16,9 +16,8 @@ import torch
 from commbench.config import resolve
 from commbench.methods.comm import SimCommunicator
 from commbench.run.train import Trainer, server_count
-from commbench.store.records import atomic_write
+from . import write_result
 
-from ..conftest import REPO
 
 TASKS = {"resnet20-cifar10": 128, "cifarnet-cifar10": 128, "lenet-mnist": 64}  # task -> one worker's batch
 PRECISIONS = ("fp32", "bf16-autocast")
@@ -44,7 +43,7 @@ def seconds_per_step(t: Trainer, steps: int) -> float:
 def report():
     yield
     if RESULTS:
-        atomic_write(REPO / "results" / "benchmarks" / "training.json", json.dumps(RESULTS, indent=1) + "\n")
+        write_result("training", RESULTS)
         print("\n" + json.dumps(RESULTS, indent=1))
 
 

@@ -221,7 +221,7 @@ def test_paper_accounting_counts_values_only():
 
 @pytest.mark.parametrize("kind", sparse.KINDS)
 @pytest.mark.parametrize("threshold", [1e-5, 1e-3, 3e-3, 1.0])  # dense to nothing sent: both layouts
-@pytest.mark.parametrize("n", [50_000, 50_003])  # a bitmap whose last byte is partly padding
+@pytest.mark.parametrize("n", [5, 50_000, 50_003])  # fewer elements than planes; a last byte partly padding
 def test_the_fused_threshold_codec_is_the_torch_path_bit_for_bit(kind, threshold, n):
     """The fused pass (accumulate, select, subtract what is sent, encode) against the torch path (select(),
     its bookkeeping and sparse.encode): the same residual and the same payload bytes; and the fused receiver adds

@@ -330,7 +330,7 @@ def test_resnet20_shapes(variant, side):
 
 
 def test_resnet20_option_a():
-    assert VARIANTS == ("option-a", "preact-projection")
+    assert VARIANTS == ("option-a", "preact-projection", "preact-option-a")
     model = resnet20("option-a")
     assert n_params(model) == RESNET20_A == 269_722
     convs = [m for m in model.modules() if isinstance(m, nn.Conv2d)]
@@ -364,6 +364,49 @@ def test_resnet20_preact_projection():
     assert torch.all(model.fc.bias == 0)
     with pytest.raises(ValueError):
         resnet20("option-b")
+
+
+RESNET20_TF_V2 = (9 * 3 * 16 + 2 * 16                                          # stem conv, BN (gamma, beta)
+                  + 3 * (16 + 2 * 9 * 16 * 16 + 2 * 16)                       # stage 1: BN beta, 2 convs, BN
+                  + (16 + 9 * 16 * 32 + 9 * 32 * 32 + 2 * 32) + 2 * (32 + 2 * 9 * 32 * 32 + 2 * 32)
+                  + (32 + 9 * 32 * 64 + 9 * 64 * 64 + 2 * 64) + 2 * (64 + 2 * 9 * 64 * 64 + 2 * 64)
+                  + 64 + 64 * 10 + 10)                                         # final BN beta, FC
+
+
+def test_resnet20_tf_v2_is_tf_cnn_benchmarks_resnet20_v2():
+    """GRACE's model: pre-activation units with scale-free BN (eps 1e-3, decay 0.999) before each unit and at the
+    end, BN with gamma (eps 1e-5, decay 0.9) inside, option-A shortcuts from the un-normalised input, TF 'SAME'
+    strided convs (the extra padding row and column at the bottom and right), no projection anywhere."""
+    model = resnet20("preact-option-a")
+    assert n_params(model) == RESNET20_TF_V2 == 269_402
+    assert not any(".sc" in n or "shortcut" in n for n, _ in model.named_parameters())
+    units = list(model.stages)
+    plain = [u.bn1 for u in units] + [model.head[0]]
+    assert all(isinstance(b, BatchNormNoScale) and b.eps == 1e-3 and b.momentum == pytest.approx(1e-3)
+               for b in plain)
+    inner = [u.bn2 for u in units] + [model.stem[1]]
+    assert all(type(b) is nn.BatchNorm2d and b.weight is not None and b.eps == 1e-5 and b.momentum == 0.1
+               for b in inner)
+    x = torch.randn(2, 16, 8, 8)
+    sc = units[3].shortcut(x)  # 16 -> 32, stride 2: every other pixel, 8 zero channels each side
+    assert sc.shape == (2, 32, 4, 4)
+    assert torch.equal(sc[:, 8:24], x[:, :, ::2, ::2]) and not sc[:, :8].any() and not sc[:, 24:].any()
+    assert torch.equal(units[1].shortcut(x), x)
+    # the strided conv pads like TF's SAME, at the bottom and right only: output row 0's window starts at input
+    # row 0 (torch's symmetric padding=1 would start it at the padding row -1)
+    strided = units[3].conv1
+    probe = torch.zeros(1, 16, 16, 16)
+    probe[..., 0, :] = 1.0
+    with torch.no_grad():
+        strided[1].weight.zero_()
+        strided[1].weight[:, :, 0, :] = 1.0  # each window's top row only
+        out = strided(probe)
+    assert out.shape == (1, 32, 8, 8) and out[0, 0, 0].min() > 0 and out[0, 0, 1:].abs().sum() == 0
+    # init: conv kernels with std sqrt(1 / fan in) (TF's truncated variance scaling), FC std 1/8, zero biases
+    conv = resnet20("preact-option-a").stages[8].conv2.weight
+    assert conv.std().item() == pytest.approx((1 / (9 * 64)) ** 0.5, rel=0.05)
+    assert conv.abs().max().item() <= 2 * (1 / (9 * 64)) ** 0.5 / 0.87962566103423978 + 1e-6
+    assert torch.all(model.fc.bias == 0) and model.fc.weight.abs().max() <= 2 / 8 + 1e-6
 
 
 # ---------------------------------------------------------------- torchvision ResNet-50 / VGG-11

@@ -50,7 +50,7 @@ def test_every_recipe_value_cites_a_source(task):
             assert cited.source.strip(), (task, key)
             assert cited.source.startswith("assumed: ") or any(
                 word in cited.source for word in ("official", "Table", "Sec.", "script", ".sh", ".py", "prototxt", "default",
-                                                  "He et al.", "Fig.", "TernGrad", "SSD-SGD", "MXNet", "TF")), \
+                                                  "He et al.", "Fig.", "TernGrad", "SSD-SGD", "MXNet", "TF", "GRACE")), \
                 (task, key, cited.source)
 
 

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from commbench.analysis.table import chosen_params
+from commbench.analysis.table import UNKNOWN_CPU, chosen_params
 from commbench.analysis.tta import STRONG_BASELINES
 from commbench.config import ConfigError
 from commbench.config.parsers import net_rate_bits
@@ -64,14 +64,49 @@ def _crossing(record: dict, target: float) -> tuple[int | None, float | None]:
     return None, None
 
 
-def measured_arms(results: Path, task: str, workers: int, net: str, target: float | None = None) -> dict:
-    """label -> :class:`Measured`, from the done runs of ``task`` on ``workers`` workers behind ``net`` links."""
-    runs: dict[str, list[dict]] = {}
+def _grid_runs(results: Path, task: str, workers: int, net: str):
     for r in iter_records(results):
         cfg = r.get("config") or {}
         if (r.get("status") == Status.DONE and cfg.get("task") == task and cfg.get("workers") == workers
                 and cfg.get("net") == net and (r.get("metrics") or {}).get("train_s")):
-            runs.setdefault(_label(cfg), []).append(r)
+            yield r
+
+
+def cpu_of(record: dict) -> str:
+    return (record.get("env") or {}).get("cpu_model") or UNKNOWN_CPU
+
+
+def timing_cpu(results: Path, task: str, workers: int, nets: list[str], cpu: str | None = None) -> str:
+    """The one CPU whose runs the model reads: ``cpu`` where given (it must have runs on every link in
+    ``nets``), else the only CPU the runs on those links were timed on. Times from two CPUs never mix: per-step
+    compute calibrated on one machine says nothing of another's."""
+    counts: dict[str, dict[str, int]] = {}
+    for net in nets:
+        for r in _grid_runs(results, task, workers, net):
+            counts.setdefault(cpu_of(r), {}).setdefault(net, 0)
+            counts[cpu_of(r)][net] += 1
+    listed = "; ".join(f"{name} ({', '.join(f'{c} on {n}' for n, c in per.items())})"
+                       for name, per in sorted(counts.items()))
+    if cpu is not None:
+        missing = [net for net in nets if net not in counts.get(cpu, {})]
+        if missing:
+            raise ConfigError(f"--cpu {cpu!r}: no done {task} runs of {workers} workers on {', '.join(missing)} timed "
+                              f"on it; the runs there were timed on: {listed or 'nothing'}")
+        return cpu
+    if len(counts) > 1:
+        raise ConfigError(f"the {task} runs of {workers} workers on {', '.join(nets)} were timed on more than one "
+                          f"CPU: {listed}; choose one with --cpu (times from two machines do not mix)")
+    return next(iter(counts), UNKNOWN_CPU)
+
+
+def measured_arms(results: Path, task: str, workers: int, net: str, target: float | None = None,
+                  cpu: str | None = None) -> dict:
+    """label -> :class:`Measured`, from the done runs of ``task`` on ``workers`` workers behind ``net`` links,
+    timed on ``cpu`` (None: whatever CPU)."""
+    runs: dict[str, list[dict]] = {}
+    for r in _grid_runs(results, task, workers, net):
+        if cpu is None or cpu_of(r) == cpu:
+            runs.setdefault(_label(r["config"]), []).append(r)
     arms = {}
     for label, records in sorted(runs.items()):
         goal = target if target is not None else records[0]["config"].get("eval_target")
@@ -152,19 +187,20 @@ def crossover(calibration: dict, links: Links, compute_s: float, codec_scale: fl
 
 def report(results: Path, task: str, workers: int, calibrate_on: str, validate_on: str | None, cluster=None,
            compute_s: float | None = None, target: float | None = None,
-           latency_s: float = 50e-6) -> tuple[list[dict], list[str], dict]:
+           latency_s: float = 50e-6, cpu: str | None = None) -> tuple[list[dict], list[str], dict, str]:
     """The validation rows (when ``validate_on`` is given), then the projection to ``cluster`` (when given):
-    rows, notes, and the calibration arms for a crossover map."""
-    calibration = measured_arms(results, task, workers, calibrate_on, target)
+    rows, notes, the calibration arms for a crossover map, and the CPU the runs read were timed on."""
+    cpu = timing_cpu(results, task, workers, [calibrate_on] + ([validate_on] if validate_on else []), cpu)
+    calibration = measured_arms(results, task, workers, calibrate_on, target, cpu)
     if not calibration:
         raise ConfigError(f"--calibrate-on {calibrate_on}: no done {task} runs of {workers} workers on that link "
                           f"under {results}")
     notes = [f"steps to target and per-step costs from {task}, {workers} workers, on {calibrate_on} links "
-             f"({sum(m.seeds for m in calibration.values())} runs under {results})"]
+             f"({sum(m.seeds for m in calibration.values())} runs under {results}, timed on {cpu})"]
     rows: list[dict] = []
     errors: dict[str, float | None] = {}
     if validate_on:
-        held_out = measured_arms(results, task, workers, validate_on, target)
+        held_out = measured_arms(results, task, workers, validate_on, target, cpu)
         for row in validation(calibration, held_out, links_of(validate_on, workers, latency_s)):
             errors[row["method"]] = row["held-out error"]
             rows.append({"where": f"{validate_on} (held out, measured)", **row})
@@ -182,7 +218,7 @@ def report(results: Path, task: str, workers: int, calibrate_on: str, validate_o
                          "steps to target": row["steps to target"], "predicted s": row["time to target s"],
                          "measured s": None, "held-out error": errors.get(row["method"]),
                          "within 20%": None, "vs strongest": row["vs strongest"]})
-    return rows, notes, calibration
+    return rows, notes, calibration, cpu
 
 
 def measured_points(arms: dict, net: str) -> list[dict]:
@@ -202,11 +238,11 @@ def measured_points(arms: dict, net: str) -> list[dict]:
 
 
 def draw_crossover(path: Path, results: Path, task: str, workers: int, calibration: dict, nets: list[str], cluster,
-                   compute_s: float, target: float | None, latency_s: float) -> None:
+                   compute_s: float, target: float | None, latency_s: float, cpu: str | None = None) -> None:
     """The crossover map: the measured shape's lines and points, and the cluster's lines."""
     measured_shape = crossover(calibration, links_of(nets[0], workers, latency_s), compute_of(calibration))
     cluster_shape = crossover(calibration, cluster.links, compute_s, cluster.codec_scale)
-    points = [p for net in nets for p in measured_points(measured_arms(results, task, workers, net, target), net)]
+    points = [p for net in nets for p in measured_points(measured_arms(results, task, workers, net, target, cpu), net)]
     crossover_figure(path, measured_shape, cluster_shape, points,
                      f"{task}: {workers} workers as measured (solid, points) and {cluster.name} (dashed), projected")
 
