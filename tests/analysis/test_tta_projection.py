@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from commbench.analysis.perfmodel.projection import Arm, Links, exchange_s, step_s, time_to_target_s
+from commbench.analysis.perfmodel.projection import TCP_ETHERNET_SHARE, Arm, Links, exchange_s, step_s, time_to_target_s
+from commbench.analysis.perfmodel.tta_tables import links_of
 
 from ..conftest import commbench
 from ..helpers import write_record
@@ -44,6 +45,24 @@ def test_an_overlapped_exchange_is_hidden_behind_backward_up_to_its_share_of_com
     assert time_to_target_s(Arm("x", "allreduce", None, MB), links, 0.03) is None  # not reached: no time
 
 
+def test_a_link_counted_in_frames_carries_its_payload_share():
+    """tbf counts TCP/Ethernet frames: 1,448 payload bytes in 1,514, plus half an ACK of 66 bytes per segment of
+    the other direction: the ring all-reduce of 1 MB on 2 workers at 100 MB/s takes 1 MB / (1e8 x share)."""
+    assert TCP_ETHERNET_SHARE == pytest.approx(1448 / 1547)
+    framed = Links(2, 1, 1e8, None, 0.0, TCP_ETHERNET_SHARE)
+    assert exchange_s("allreduce", framed, MB) == pytest.approx(MB / (1e8 * 1448 / 1547))
+    assert exchange_s("allgather", Links(2, 4, 1e8, 1e9, 0.0, 0.5), MB) == pytest.approx(4 * MB / 5e7 + 3 * MB / 1e9)
+    assert links_of("100mbit", 2, 0.0).payload_share == TCP_ETHERNET_SHARE  # the emulated links are framed
+
+
+def test_a_measured_overlap_replaces_the_bound_but_never_exceeds_it():
+    links = Links(4, 1, 1e8, None, 1e-4)  # 15.6 ms of ring all-reduce for 1 MB
+    nothing_hidden = Arm("baseline", "allreduce", 100, MB, overlapped=True, hidden_s=0.0)
+    assert step_s(nothing_hidden, links, compute_s=0.03) == pytest.approx(0.03 + 0.0156)
+    too_much = Arm("baseline", "allreduce", 100, MB, overlapped=True, hidden_s=1.0)
+    assert step_s(too_much, links, compute_s=0.012) == pytest.approx(0.012 + 0.0156 - 0.008)
+
+
 def test_an_unknown_topology_is_refused_by_name():
     with pytest.raises(ValueError, match="'ring'"):
         exchange_s("ring", Links(2, 1, 1e8), MB)
@@ -61,7 +80,7 @@ def _step(method: str, rate_bytes: float) -> float:
     sent, codec, _, exchange = ARMS[method]
     topology = "allgather" if method == "terngrad" else "allreduce"
     arm = Arm(method, topology, 1, sent, codec_s=codec, overlapped=exchange == "overlapped")
-    return step_s(arm, Links(2, 1, rate_bytes, None, 50e-6), COMPUTE)
+    return step_s(arm, Links(2, 1, rate_bytes, None, 50e-6, TCP_ETHERNET_SHARE), COMPUTE)
 
 
 def _runs(root, net: str, rate_bytes: float, slower: dict | None = None, cpu: str | None = None) -> None:
@@ -158,3 +177,18 @@ def test_the_report_has_a_time_to_accuracy_section_with_the_validated_projection
     section = md.split("## Time to accuracy")[1].split("\n## ")[0]
     assert "vs fp16 (3 pairs)" in section and "held-out validation on 100mbit: worst error 0%" in section
     assert "terngrad-fig5 (projected)" in section and "tta-crossover_lenet-mnist_w2.png" in section
+
+
+def test_the_overlap_is_measured_on_the_calibration_link_and_carried_to_the_held_out_one():
+    """A run whose exposed wait on the calibration link is the whole exchange hid nothing: the held-out link is
+    then predicted with nothing hidden; one whose wait is a third shorter hid that third, up to the bound."""
+    from commbench.analysis.perfmodel.tta_tables import Measured, with_measured_overlap
+
+    cal_links, held = links_of("1gbit", 2, 0.0), links_of("100mbit", 2, 0.0)
+    arm = Arm("baseline", "allreduce", 100, 5 * MB, overlapped=True)
+    full = exchange_s("allreduce", cal_links, 5 * MB)
+    for waited, hidden in ((full, 0.0), (full - 0.01, 0.01)):
+        measured = {"baseline": Measured(arm, "baseline", 0.03, None, 3, 3, {}, waited)}
+        (cal,) = with_measured_overlap(measured, cal_links).values()
+        assert cal.arm.hidden_s == pytest.approx(hidden)
+        assert step_s(cal.arm, held, 0.03) == pytest.approx(0.03 + exchange_s("allreduce", held, 5 * MB) - hidden)

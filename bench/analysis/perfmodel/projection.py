@@ -6,6 +6,9 @@ links by the method's topology, less what computation hides of it (an exchange t
 
     step = compute + codec + max(0, exchange - hidden),   hidden = backward share x compute (overlapped only)
 
+where the hidden part, where a calibration link measured it (its exposed wait against the exchange there), is
+that measurement, still at most the backward share of the compute.
+
 The exchange of B bytes per worker (B' received by each worker from a server) on W = nodes x per_node workers,
 links of bandwidth b between nodes and b_in within one, latency a per message:
 
@@ -16,12 +19,21 @@ links of bandwidth b between nodes and b_in within one, latency a per message:
   receives the (N-1) x G payloads of the others over its link: (N-1) G B / b, plus (G-1) B / b_in within;
 - parameter servers (S of them, each on its own link): the busiest link carries W/S of the pushes in and of the
   pulls out, a worker's own link one of each: max(1, W/S) x (B + B') / b + 2 a.
+
+A link's bandwidth counts its frames, not its payload: ``payload_share`` of its bytes are the gradient's (1 for a
+rate given as payload; TCP over Ethernet behind a rate limiter carries less, see ``TCP_ETHERNET_SHARE``).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 TOPOLOGIES = ("allreduce", "allgather", "ps")
+# TCP/IPv4 over Ethernet, as tc's tbf counts it (the frame without preamble and FCS): a 1,514-byte frame carries
+# 1,448 payload bytes (1,500 MTU less 20 IP and 32 TCP bytes with timestamps; 14 of Ethernet header), and the
+# other direction's data is acknowledged on the same link, a 66-byte ACK for every 2 segments: 1,448 / (1,514 +
+# 33). The emulated links' records measure 5.2-5.7% more bytes on the wire than their payload at 100 Mbit/s
+# (where tbf splits the segments into frames); this share is 6.8%, from the header arithmetic alone.
+TCP_ETHERNET_SHARE = 1448 / (1514 + 33)
 
 
 @dataclass(frozen=True)
@@ -33,13 +45,17 @@ class Links:
     between_bytes_s: float
     within_bytes_s: float | None = None   # None: every worker on its own node's link
     latency_s: float = 0.0
+    payload_share: float = 1.0            # of the bytes a link carries, the payload's share (framing: 1 - it)
 
     @property
     def workers(self) -> int:
         return self.nodes * self.per_node
 
     def within(self) -> float:
-        return self.within_bytes_s or self.between_bytes_s
+        return self.within_bytes_s or self.between()  # a node's own interconnect carries no network framing
+
+    def between(self) -> float:
+        return self.between_bytes_s * self.payload_share
 
 
 def exchange_s(topology: str, links: Links, sent: float, received: float | None = None, servers: int = 1) -> float:
@@ -50,16 +66,16 @@ def exchange_s(topology: str, links: Links, sent: float, received: float | None 
         return 0.0
     if topology == "allreduce":
         if n > 1 and g > 1:
-            return (2 * (g - 1) / g * sent / links.within() + 2 * (n - 1) / n * sent / links.between_bytes_s
+            return (2 * (g - 1) / g * sent / links.within() + 2 * (n - 1) / n * sent / links.between()
                     + 2 * (g - 1 + n - 1) * a)
-        return 2 * (w - 1) / w * sent / links.between_bytes_s + 2 * (w - 1) * a
+        return 2 * (w - 1) / w * sent / links.between() + 2 * (w - 1) * a
     if topology == "allgather":
         if n > 1 and g > 1:
-            return (n - 1) * g * sent / links.between_bytes_s + (g - 1) * sent / links.within() + (w - 1) * a
-        return (w - 1) * sent / links.between_bytes_s + (w - 1) * a
+            return (n - 1) * g * sent / links.between() + (g - 1) * sent / links.within() + (w - 1) * a
+        return (w - 1) * sent / links.between() + (w - 1) * a
     if topology == "ps":
         back = sent if received is None else received
-        return max(1.0, w / servers) * (sent + back) / links.between_bytes_s + 2 * a
+        return max(1.0, w / servers) * (sent + back) / links.between() + 2 * a
     raise ValueError(f"topology: one of {', '.join(TOPOLOGIES)}, got {topology!r}")
 
 
@@ -75,12 +91,14 @@ class Arm:
     servers: int = 1
     codec_s: float = 0.0            # encode + decode per step
     overlapped: bool = False        # the exchange starts while backward runs
+    hidden_s: float | None = None   # what computation hid of the exchange, as measured (None: the bound)
 
 
 def step_s(arm: Arm, links: Links, compute_s: float, backward_share: float = 2 / 3) -> float:
     """One step on ``links``: compute + codec + the exchange that computation does not hide."""
     exchange = exchange_s(arm.topology, links, arm.sent, arm.received, arm.servers)
-    hidden = backward_share * compute_s if arm.overlapped else 0.0
+    bound = backward_share * compute_s if arm.overlapped else 0.0
+    hidden = bound if arm.hidden_s is None else min(arm.hidden_s, bound)
     return compute_s + arm.codec_s + max(0.0, exchange - hidden)
 
 

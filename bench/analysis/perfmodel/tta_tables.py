@@ -19,7 +19,7 @@ from commbench.config import ConfigError
 from commbench.config.parsers import net_rate_bits
 from commbench.store.records import Status, iter_records
 
-from .projection import Arm, Links, relative_error, step_s, time_to_target_s
+from .projection import TCP_ETHERNET_SHARE, Arm, Links, exchange_s, relative_error, step_s, time_to_target_s
 
 ALLREDUCE_METHODS = ("baseline", "fp16", "bf16", "powersgd")
 VALIDATION_LIMIT = 0.20  # the held-out error a projection must stay within (issue 38)
@@ -34,6 +34,7 @@ class Measured:
     seeds: int
     reached: int
     times: dict             # seed -> seconds to target (None: not reached)
+    wait_s: float = 0.0     # per step, the exchange computation did not hide (the records' exposed wait)
 
 
 def _topology(cfg: dict) -> str:
@@ -54,6 +55,7 @@ def _per_step(record: dict) -> dict:
     t = m.get("time_breakdown") or {}
     encode, decode, wait = (t.get(k) or 0.0 for k in ("encode_s", "decode_s", "wait_s"))
     return {"compute": (m["train_s"] - wait - encode - decode) / steps, "codec": (encode + decode) / steps,
+            "wait": wait / steps,
             "sent": m["bytes_sent"] / (workers * steps), "received": m["bytes_received"] / (workers * steps)}
 
 
@@ -124,13 +126,28 @@ def measured_arms(results: Path, task: str, workers: int, net: str, target: floa
         arms[label] = Measured(arm, cfg["method"], mean("compute"),
                                sum(times) / len(times) if None not in times else None, len(records),
                                sum(t is not None for t in times),
-                               {r["config"].get("seed"): t for r, t in zip(records, times)})
+                               {r["config"].get("seed"): t for r, t in zip(records, times)}, mean("wait"))
     return arms
 
 
 def links_of(net: str, workers: int, latency_s: float) -> Links:
-    """The emulated network: every worker (and server) on its own link of rate ``net``."""
-    return Links(workers, 1, net_rate_bits(net) / 8, None, latency_s)
+    """The emulated network: every worker (and server) on its own link of rate ``net``, a rate tbf counts in
+    Ethernet frames of TCP segments."""
+    return Links(workers, 1, net_rate_bits(net) / 8, None, latency_s, TCP_ETHERNET_SHARE)
+
+
+def with_measured_overlap(calibration: dict, links: Links) -> dict:
+    """The calibration arms with what computation hid of each overlapped exchange on the calibration ``links``:
+    the modelled exchange there less the exposed wait the records measured (at least 0). How much of an exchange
+    a backward pass hides depends on the buckets' order and sizes, not on the link, so it carries over."""
+    out = {}
+    for label, cal in calibration.items():
+        arm = cal.arm
+        if arm.overlapped:
+            exchange = exchange_s(arm.topology, links, arm.sent, arm.received, arm.servers)
+            arm = replace(arm, hidden_s=max(0.0, exchange - cal.wait_s))
+        out[label] = replace(cal, arm=arm)
+    return out
 
 
 def compute_of(arms: dict) -> float:
@@ -143,11 +160,12 @@ def compute_of(arms: dict) -> float:
 
 def validation(calibration: dict, held_out: dict, links: Links) -> list[dict]:
     """Each arm's time to target on the held-out link, predicted from the calibration link's steps and costs,
-    beside the measurement there, and its predicted ratio to the strongest all-reduce on that link."""
-    ratios = {r["method"]: r["vs strongest"] for r in projection(calibration, links, compute_of(calibration))}
+    beside the measurement there, and its predicted ratio to the strongest all-reduce on that link. Both links are
+    this machine's, so each arm keeps its own compute per step (casting to fp16 is compute, for instance)."""
+    ratios = {r["method"]: r["vs strongest"] for r in projection(calibration, links, None)}
     rows = []
     for label, cal in calibration.items():
-        predicted = time_to_target_s(cal.arm, links, compute_of(calibration))
+        predicted = time_to_target_s(cal.arm, links, cal.compute_s)
         measured = held_out.get(label)
         error = relative_error(predicted, measured.tta_s if measured else None)
         rows.append({"method": label, "steps to target": cal.arm.steps_to_target, "predicted s": predicted,
@@ -157,13 +175,15 @@ def validation(calibration: dict, held_out: dict, links: Links) -> list[dict]:
     return rows
 
 
-def projection(calibration: dict, links: Links, compute_s: float, codec_scale: float = 1.0) -> list[dict]:
-    """Each arm's projected time to target on ``links``, and its ratio to the strongest all-reduce's."""
+def projection(calibration: dict, links: Links, compute_s: float | None, codec_scale: float = 1.0) -> list[dict]:
+    """Each arm's projected time to target on ``links``, and its ratio to the strongest all-reduce's.
+    ``compute_s``: one worker's compute per step there (None: each arm's own, as measured here)."""
     rows = []
     for label, cal in calibration.items():
         arm = replace(cal.arm, codec_s=cal.arm.codec_s * codec_scale)
+        compute = cal.compute_s if compute_s is None else compute_s
         rows.append({"method": label, "kind": cal.method, "steps to target": arm.steps_to_target,
-                     "step s": step_s(arm, links, compute_s), "time to target s": time_to_target_s(arm, links, compute_s)})
+                     "step s": step_s(arm, links, compute), "time to target s": time_to_target_s(arm, links, compute)})
     strong = [r["time to target s"] for r in rows if r["kind"] in STRONG_BASELINES and r["time to target s"]]
     best = min(strong) if strong else None
     for r in rows:
@@ -195,6 +215,7 @@ def report(results: Path, task: str, workers: int, calibrate_on: str, validate_o
     if not calibration:
         raise ConfigError(f"--calibrate-on {calibrate_on}: no done {task} runs of {workers} workers on that link "
                           f"under {results}")
+    calibration = with_measured_overlap(calibration, links_of(calibrate_on, workers, latency_s))
     notes = [f"steps to target and per-step costs from {task}, {workers} workers, on {calibrate_on} links "
              f"({sum(m.seeds for m in calibration.values())} runs under {results}, timed on {cpu})"]
     rows: list[dict] = []
