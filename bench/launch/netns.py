@@ -161,7 +161,11 @@ def _claim(ranks: int, rate: str) -> Network:
         if net.state_file.exists() or any(n.startswith(f"{net.name}-") for n in taken):
             continue
         tmp = STATE_DIR / f".{net.name}.{os.getpid()}.tmp"
-        tmp.write_text(json.dumps(_state(net), indent=1))
+        tmp.unlink(missing_ok=True)  # a stale one, or a planted link: unlink removes the link, not its target
+        # a new regular file or nothing: O_EXCL with O_NOFOLLOW writes through no link (the state folder is root's)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(fd, "w") as f:
+            f.write(json.dumps(_state(net), indent=1))
         try:
             os.link(tmp, net.state_file)  # fails if another run took this id meanwhile
         except FileExistsError:
