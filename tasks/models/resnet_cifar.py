@@ -114,6 +114,17 @@ class TfPreActUnit(nn.Module):
         return self.shortcut(x) + out
 
 
+def _stages(make_unit, widths=(16, 32, 64), units: int = 3) -> nn.Sequential:
+    """3 stages of ``units`` units from 16 channels: ``make_unit(cin, cout, stride, first)``, stride 2 at the first
+    unit of stages 2 and 3."""
+    out, cin = [], 16
+    for i, w in enumerate(widths):
+        for j in range(units):
+            out.append(make_unit(cin, w, 2 if i > 0 and j == 0 else 1, j == 0))
+            cin = w
+    return nn.Sequential(*out)
+
+
 class ResNetCifar(nn.Module):
     def __init__(self, variant: str, num_classes: int = 10, units: int = 3):
         super().__init__()
@@ -123,32 +134,18 @@ class ResNetCifar(nn.Module):
         widths = (16, 32, 64)
         if variant == "option-a":
             self.stem = nn.Sequential(nn.Conv2d(3, 16, 3, 1, 1, bias=False), nn.BatchNorm2d(16), nn.ReLU())
-            blocks, cin = [], 16
-            for i, w in enumerate(widths):
-                for j in range(units):
-                    blocks.append(BasicBlockA(cin, w, 2 if i > 0 and j == 0 else 1))
-                    cin = w
-            self.stages = nn.Sequential(*blocks)
+            self.stages = _stages(lambda cin, w, stride, first: BasicBlockA(cin, w, stride), widths, units)
             self.head = nn.Identity()
         elif variant == "preact-option-a":
             self.stem = nn.Sequential(nn.Conv2d(3, 16, 3, 1, 1, bias=False), nn.BatchNorm2d(16, **_TF_CONV_BN),
                                       nn.ReLU())
-            units_, cin = [], 16
-            for i, w in enumerate(widths):
-                for j in range(units):
-                    units_.append(TfPreActUnit(cin, w, 2 if i > 0 and j == 0 else 1))
-                    cin = w
-            self.stages = nn.Sequential(*units_)
+            self.stages = _stages(lambda cin, w, stride, first: TfPreActUnit(cin, w, stride), widths, units)
             self.head = nn.Sequential(BatchNormNoScale(64, **_TF_PLAIN_BN), nn.ReLU())
         else:
             # MXNet's bn_data has a gamma pinned to 1 by fix_gamma; only its beta is a parameter here.
             self.stem = nn.Sequential(BatchNormNoScale(3, **_MX_BN), nn.Conv2d(3, 16, 3, 1, 1, bias=False))
-            units_, cin = [], 16
-            for i, w in enumerate(widths):
-                for j in range(units):
-                    units_.append(PreActUnit(cin, w, 2 if i > 0 and j == 0 else 1, projection=j == 0))
-                    cin = w
-            self.stages = nn.Sequential(*units_)
+            self.stages = _stages(lambda cin, w, stride, first: PreActUnit(cin, w, stride, projection=first),
+                                  widths, units)
             self.head = nn.Sequential(nn.BatchNorm2d(64, **_MX_BN), nn.ReLU())
         self.fc = nn.Linear(64, num_classes)
         if variant == "preact-option-a":
