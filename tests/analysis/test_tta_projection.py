@@ -192,3 +192,66 @@ def test_the_overlap_is_measured_on_the_calibration_link_and_carried_to_the_held
         (cal,) = with_measured_overlap(measured, cal_links).values()
         assert cal.arm.hidden_s == pytest.approx(hidden)
         assert step_s(cal.arm, held, 0.03) == pytest.approx(0.03 + exchange_s("allreduce", held, 5 * MB) - hidden)
+
+
+def test_a_run_whose_bytes_change_is_timed_segment_by_segment():
+    """PowerSGD-like: 100 steps of the full 5 MB, then 0.5 MB. Each stretch at its own step time; the mean bytes
+    over the run would hide most of the first stretch's exchange behind backward and predict short."""
+    from commbench.analysis.perfmodel.projection import Segment
+
+    links = Links(2, 1, 1.25e7, None, 0.0)  # 100 Mbit/s of payload: 0.4 s to all-reduce 5 MB on 2 workers
+    run = (Segment(100, 5 * MB), Segment(280, 0.5 * MB))
+    arm = Arm("powersgd", "allreduce", 380, (100 * 5 + 900 * 0.5) * MB / 1000, overlapped=True, hidden_s=0.02,
+              runs=(run, run))
+    by_hand = 100 * (0.03 + 0.4 - 0.02) + 280 * (0.03 + 0.04 - 0.02)
+    assert time_to_target_s(arm, links, 0.03) == pytest.approx(by_hand)
+    flat = Arm("powersgd", "allreduce", 380, arm.sent, overlapped=True, hidden_s=0.02)
+    assert time_to_target_s(flat, links, 0.03) == pytest.approx(380 * (0.03 + 0.076 - 0.02))  # 32.7 s, not 52.8
+
+
+def _powersgd_runs(root, net: str, rate_bytes: float, hidden: float, full_steps: int = 100) -> None:
+    """Three seeds whose first ``full_steps`` send the full gradient, timed by the segment model with ``hidden``
+    seconds of each exchange behind backward; the history records cumulative bytes (both workers) every 10 steps."""
+    links = Links(2, 1, rate_bytes, None, 50e-6, TCP_ETHERNET_SHARE)
+    full, small, steps, cross = 5 * MB, 0.25 * MB, 1000, 380
+
+    def step_time(sent):
+        return COMPUTE + max(0.0, exchange_s("allreduce", links, sent) - hidden)
+
+    for seed in (1, 2, 3):
+        history, clock, sent, wait = [], 0.0, 0.0, 0.0
+        for s in range(1, steps + 1):
+            per = full if s <= full_steps else small
+            clock, sent = clock + step_time(per), sent + 2 * per
+            wait += step_time(per) - COMPUTE
+            if s % 10 == 0:
+                history.append({"step": s, "top1": 0.985 if s >= cross else 0.97, "train_s": clock,
+                                "bytes_sent": sent})
+        record = write_record(root, f"powersgd-{net}-{seed}", method="powersgd", seed=seed, top1=0.985, steps=steps,
+                              bytes_sent=sent, config={"net": net, "eval_target": 0.98, "exchange": "overlapped"})
+        record["metrics"].update(train_s=clock, steps=steps, bytes_received=sent, time_breakdown={
+            "forward_backward_s": COMPUTE * steps, "encode_s": 0.0, "decode_s": 0.0, "wait_s": wait})
+        record["history"] = history
+        (root / "runs" / f"powersgd-{net}-{seed}.json").write_text(json.dumps(record))
+
+
+def test_validation_of_a_method_whose_bytes_change_holds_where_a_mean_over_the_run_would_not(tmp_path):
+    """The calibration link's wait is matched by one hidden time across both stretches (recovered by bisection);
+    the held-out link is then predicted stretch by stretch, to the measurement. Dropping the history's bytes (the
+    mean over the run) misses by far more than 20% on the same records: the segments are what make it hold."""
+    from commbench.analysis.perfmodel.tta_tables import measured_arms, validation, with_measured_overlap
+
+    _powersgd_runs(tmp_path, "1gbit", 1.25e8, hidden=0.006)
+    _powersgd_runs(tmp_path, "100mbit", 1.25e7, hidden=0.006)
+    cal = with_measured_overlap(measured_arms(tmp_path, "lenet-mnist", 2, "1gbit"), links_of("1gbit", 2, 50e-6))
+    assert cal["powersgd"].arm.hidden_s == pytest.approx(0.006, rel=1e-6)
+    held = measured_arms(tmp_path, "lenet-mnist", 2, "100mbit")
+    (row,) = validation(cal, held, links_of("100mbit", 2, 50e-6))
+    assert row["held-out error"] == pytest.approx(0.0, abs=1e-6)
+    for path in (tmp_path / "runs").glob("*.json"):
+        record = json.loads(path.read_text())
+        record["history"] = [{k: v for k, v in p.items() if k != "bytes_sent"} for p in record["history"]]
+        path.write_text(json.dumps(record))
+    cal = with_measured_overlap(measured_arms(tmp_path, "lenet-mnist", 2, "1gbit"), links_of("1gbit", 2, 50e-6))
+    (row,) = validation(cal, measured_arms(tmp_path, "lenet-mnist", 2, "100mbit"), links_of("100mbit", 2, 50e-6))
+    assert row["held-out error"] < -0.20

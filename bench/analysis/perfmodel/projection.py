@@ -20,12 +20,17 @@ links of bandwidth b between nodes and b_in within one, latency a per message:
 - parameter servers (S of them, each on its own link): the busiest link carries W/S of the pushes in and of the
   pulls out, a worker's own link one of each: max(1, W/S) x (B + B') / b + 2 a.
 
+A method whose bytes per step change over a run (PowerSGD all-reduces the full gradient for its first
+``start_iter`` steps) is timed segment by segment: each seed's steps to the target in stretches of constant bytes
+per step (from its history's cumulative bytes), each stretch at its own step time. A mean over the run would
+spread the full-gradient steps thinly and, the exposed wait not being linear in the bytes, predict short.
+
 A link's bandwidth counts its frames, not its payload: ``payload_share`` of its bytes are the gradient's (1 for a
 rate given as payload; TCP over Ethernet behind a rate limiter carries less, see ``TCP_ETHERNET_SHARE``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 TOPOLOGIES = ("allreduce", "allgather", "ps")
 # TCP/IPv4 over Ethernet, as tc's tbf counts it (the frame without preamble and FCS): a 1,514-byte frame carries
@@ -80,6 +85,16 @@ def exchange_s(topology: str, links: Links, sent: float, received: float | None 
 
 
 @dataclass(frozen=True)
+class Segment:
+    """A stretch of a run at one cost per step: ``steps`` steps of ``sent`` bytes per worker (``received`` from the
+    servers, parameter servers only)."""
+
+    steps: float
+    sent: float
+    received: float | None = None
+
+
+@dataclass(frozen=True)
 class Arm:
     """One method as the projection needs it: measured steps to the target and per-step costs."""
 
@@ -92,6 +107,8 @@ class Arm:
     codec_s: float = 0.0            # encode + decode per step
     overlapped: bool = False        # the exchange starts while backward runs
     hidden_s: float | None = None   # what computation hid of the exchange, as measured (None: the bound)
+    # each seed's steps to the target in segments of constant bytes per step (empty: steps_to_target x sent)
+    runs: tuple[tuple[Segment, ...], ...] = ()
 
 
 def step_s(arm: Arm, links: Links, compute_s: float, backward_share: float = 2 / 3) -> float:
@@ -102,9 +119,18 @@ def step_s(arm: Arm, links: Links, compute_s: float, backward_share: float = 2 /
     return compute_s + arm.codec_s + max(0.0, exchange - hidden)
 
 
+def segments_s(arm: Arm, segments, links: Links, compute_s: float, backward_share: float = 2 / 3) -> float:
+    """Seconds ``segments`` take, each stretch at the step time of its own bytes."""
+    return sum(seg.steps * step_s(replace(arm, sent=seg.sent, received=seg.received), links, compute_s, backward_share)
+               for seg in segments)
+
+
 def time_to_target_s(arm: Arm, links: Links, compute_s: float, backward_share: float = 2 / 3) -> float | None:
+    """The mean over seeds of the time to the target (segment by segment where the arm has its runs' segments)."""
     if arm.steps_to_target is None:
         return None
+    if arm.runs:
+        return sum(segments_s(arm, run, links, compute_s, backward_share) for run in arm.runs) / len(arm.runs)
     return arm.steps_to_target * step_s(arm, links, compute_s, backward_share)
 
 

@@ -5,7 +5,9 @@ and the crossover map against link bandwidth.
 An arm is one method (with its parameters) on one link: its seeds' steps to the target (the step of the first
 evaluation at or above it), their time to it, and the per-step costs the model needs, from the records' time
 breakdown (the process holding worker 0): compute = training time less the exposed wait, encode and decode;
-codec = encode + decode; bytes per worker per step as the ledger counts them.
+codec = encode + decode; bytes per worker per step as the ledger counts them, and, where the history records the
+cumulative bytes, each seed's run in segments of constant bytes per step (a method whose bytes change over the run
+is timed stretch by stretch: projection's ``Segment``).
 """
 from __future__ import annotations
 
@@ -19,7 +21,8 @@ from commbench.config import ConfigError
 from commbench.config.parsers import net_rate_bits
 from commbench.store.records import Status, iter_records
 
-from .projection import TCP_ETHERNET_SHARE, Arm, Links, exchange_s, relative_error, step_s, time_to_target_s
+from .projection import (TCP_ETHERNET_SHARE, Arm, Links, Segment, exchange_s, relative_error, step_s,
+                         time_to_target_s)
 
 ALLREDUCE_METHODS = ("baseline", "fp16", "bf16", "powersgd")
 VALIDATION_LIMIT = 0.20  # the held-out error a projection must stay within (issue 38)
@@ -35,6 +38,7 @@ class Measured:
     reached: int
     times: dict             # seed -> seconds to target (None: not reached)
     wait_s: float = 0.0     # per step, the exchange computation did not hide (the records' exposed wait)
+    whole: tuple = ()       # each seed's whole run in segments (empty: a history without cumulative bytes)
 
 
 def _topology(cfg: dict) -> str:
@@ -57,6 +61,32 @@ def _per_step(record: dict) -> dict:
     return {"compute": (m["train_s"] - wait - encode - decode) / steps, "codec": (encode + decode) / steps,
             "wait": wait / steps,
             "sent": m["bytes_sent"] / (workers * steps), "received": m["bytes_received"] / (workers * steps)}
+
+
+def _segments(record: dict, upto: int | None = None) -> tuple[Segment, ...]:
+    """The run to step ``upto`` (None: its last history point) in segments of constant bytes per worker per step,
+    from the history's cumulative ``bytes_sent`` (all workers); what servers send back (``bytes_received``, known
+    only for the whole run) in the run's proportion. Empty where a point lacks the cumulative bytes."""
+    m, workers = record["metrics"], record["config"]["workers"]
+    back = m["bytes_received"] / m["bytes_sent"] if m.get("bytes_sent") else None
+    segments: list[Segment] = []
+    step, sent = 0, 0.0
+    for point in record.get("history") or []:
+        if upto is not None and point["step"] > upto:
+            break
+        if not isinstance(point.get("bytes_sent"), (int, float)):
+            return ()
+        steps = point["step"] - step
+        if steps <= 0:
+            continue
+        per_step = (point["bytes_sent"] - sent) / (workers * steps)
+        last = segments[-1] if segments else None
+        if last is not None and math.isclose(last.sent, per_step, rel_tol=1e-9):
+            segments[-1] = replace(last, steps=last.steps + steps)
+        else:
+            segments.append(Segment(steps, per_step, None if back is None else per_step * back))
+        step, sent = point["step"], point["bytes_sent"]
+    return tuple(segments)
 
 
 def _crossing(record: dict, target: float) -> tuple[int | None, float | None]:
@@ -120,13 +150,18 @@ def measured_arms(results: Path, task: str, workers: int, net: str, target: floa
         steps = [s for s, _ in crossings]
         times = [t for _, t in crossings]
         cfg = records[0]["config"]
-        arm = Arm(label, _topology(cfg), sum(steps) / len(steps) if None not in steps else None, mean("sent"),
+        reached = None not in steps
+        to_target = tuple(_segments(r, s) for r, s in zip(records, steps)) if reached else ()
+        whole = tuple(_segments(r) for r in records)
+        arm = Arm(label, _topology(cfg), sum(steps) / len(steps) if reached else None, mean("sent"),
                   mean("received"), int((cfg.get("method_params") or {}).get("servers") or 1), mean("codec"),
-                  cfg.get("exchange") == "overlapped" and cfg["method"] in ALLREDUCE_METHODS)
+                  cfg.get("exchange") == "overlapped" and cfg["method"] in ALLREDUCE_METHODS,
+                  runs=to_target if all(to_target) else ())
         arms[label] = Measured(arm, cfg["method"], mean("compute"),
                                sum(times) / len(times) if None not in times else None, len(records),
                                sum(t is not None for t in times),
-                               {r["config"].get("seed"): t for r, t in zip(records, times)}, mean("wait"))
+                               {r["config"].get("seed"): t for r, t in zip(records, times)}, mean("wait"),
+                               whole if all(whole) else ())
     return arms
 
 
@@ -139,15 +174,38 @@ def links_of(net: str, workers: int, latency_s: float) -> Links:
 def with_measured_overlap(calibration: dict, links: Links) -> dict:
     """The calibration arms with what computation hid of each overlapped exchange on the calibration ``links``:
     the modelled exchange there less the exposed wait the records measured (at least 0). How much of an exchange
-    a backward pass hides depends on the buckets' order and sizes, not on the link, so it carries over."""
+    a backward pass hides depends on the buckets' order and sizes, not on the link, so it carries over. Where the
+    runs come in segments of different bytes, the hidden time is the one that leaves, summed over the segments,
+    the measured wait (a step whose exchange is shorter than it exposes nothing)."""
     out = {}
     for label, cal in calibration.items():
         arm = cal.arm
         if arm.overlapped:
-            exchange = exchange_s(arm.topology, links, arm.sent, arm.received, arm.servers)
-            arm = replace(arm, hidden_s=max(0.0, exchange - cal.wait_s))
+            if cal.whole:
+                hidden = _hidden_for_wait(arm, cal.whole, links, cal.wait_s)
+            else:
+                hidden = max(0.0, exchange_s(arm.topology, links, arm.sent, arm.received, arm.servers) - cal.wait_s)
+            arm = replace(arm, hidden_s=hidden)
         out[label] = replace(cal, arm=arm)
     return out
+
+
+def _hidden_for_wait(arm: Arm, runs: tuple, links: Links, wait_s: float) -> float:
+    """The h for which the runs' mean exposed wait per step, sum of steps x max(0, exchange - h) over the segments,
+    is ``wait_s``: it falls as h grows, so bisection finds it (0 where even h = 0 exposes no more than the wait)."""
+    costs = [[(seg.steps, exchange_s(arm.topology, links, seg.sent, seg.received, arm.servers)) for seg in run]
+             for run in runs]
+
+    def exposed(h: float) -> float:
+        return sum(sum(n * max(0.0, x - h) for n, x in run) / sum(n for n, _ in run) for run in costs) / len(costs)
+
+    low, high = 0.0, max(x for run in costs for _, x in run)
+    if exposed(low) <= wait_s:
+        return 0.0
+    for _ in range(60):
+        mid = (low + high) / 2
+        low, high = (mid, high) if exposed(mid) > wait_s else (low, mid)
+    return (low + high) / 2
 
 
 def compute_of(arms: dict) -> float:
