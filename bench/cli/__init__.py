@@ -10,6 +10,7 @@ from pathlib import Path
 from commbench.config import (SETTING, ConfigError, RunConfig, ascii_float, ascii_int, describe, never_acts, parse_set, resolve,
                               run_flags)
 from commbench.config.grid import GRIDS_DIR
+from commbench.analysis.papers.reference import PAPERS
 from commbench.store.safe_io import UnsafePath, check_target
 from commbench.cli import model as model_command
 from commbench.store.records import EXIT_INTERRUPTED, FINISHED, Status
@@ -107,8 +108,9 @@ def _add_table_command(sub) -> None:
     """``table``: the comparison table, or a paper's tables."""
     table = sub.add_parser("table", help="comparison table from the stored records")
     results_option(table, alias=False, papers=True)
-    table.add_argument("--paper", choices=["terngrad", "threshold", "ssdsgd", "all"],
-                       help="rebuild a paper's tables: its values beside the reproduced ones")
+    table.add_argument("--paper", choices=[*PAPERS, "all"],
+                       help="rebuild a paper's tables: its values beside the reproduced ones (grace: a peer's "
+                            "released runs, judged alike)")
     table.add_argument("--format", choices=["md", "csv", "json", "latex"], default="md",
                        help="md: a table to read; csv, json: plain numbers, units in the column names, top-1 as a "
                             "fraction (default: %(default)s)")

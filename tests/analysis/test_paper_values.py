@@ -1,7 +1,8 @@
 """The papers' numbers in results/paper/*.csv, checked against the papers' own text.
 
-Every row of the three CSVs is one number transcribed by hand from TernGrad, the threshold paper
-(Anoosheh et al.) or SSD-SGD. These tests check the files' shape, a few cells by value, that every
+Every row of the three papers' CSVs is one number transcribed by hand from TernGrad, the threshold paper
+(Anoosheh et al.) or SSD-SGD; grace.csv holds a peer's reproduction (GRACE's released ResNet-20 runs), checked
+against its released script and data the same way. These tests check the files' shape, a few cells by value, that every
 number is printed in the verbatim excerpts under tests/data/paper_tables/ (always) and in the full
 seed texts (when /work/shared/seeds or $COMMBENCH_SEEDS is there), that no table lost a cell, and that
 the numbers the papers derive from each other agree (gaps, ratios, totals).
@@ -23,7 +24,7 @@ EXCERPTS = REPO / "tests" / "data" / "paper_tables"
 COLUMNS = ["paper", "source", "row", "task", "dataset", "method", "workers", "global_batch",
            "batch_per_worker", "base_lr", "optimizer", "threshold", "delay_steps", "warmup_steps",
            "iterations", "variant", "metric", "value", "unit", "claim", "margin", "reports", "note"]
-PAPERS = ("terngrad", "threshold", "ssdsgd")
+PAPERS = ("terngrad", "threshold", "ssdsgd", "grace")
 TASKS = {"lenet-mnist", "cifarnet-cifar10", "alexnet-imagenet", "googlenet-imagenet", "nin-imagenet",
          "resnet20-cifar10", "resnet50-imagenet", "vgg11-imagenet"}
 DATASETS = {"mnist", "cifar10", "imagenet"}
@@ -45,6 +46,7 @@ SOURCE_BLOCKS = {
                   ("Section 4", 10)],
     "ssdsgd": [("Section 4.2", 7), ("Table 2", 18), ("Section 4.3", 6), ("Section 4.4", 9), ("Section 4.5", 8),
                ("Section 4.6", 8)],
+    "grace": [("Released data", 2)],
 }
 
 # A note may say how a number is printed: `printed as "double the training speed"`. The phrase must
@@ -116,11 +118,19 @@ def found(row: dict, text: str) -> bool:
         phrase = normalize(hint.group(1))
         words = {w for w, v in (SIGN_WORDS if row["unit"] == "sign" else WORD_NUMBERS).items()
                  if v == float(row["value"])}
-        assert any(number_in(phrase, f) for f in printed_forms(row["value"])) or \
+        assert any(number_in(phrase, f) for f in printed_forms(row["value"]) | fraction_forms(row)) or \
             any(re.search(rf"\b{w}\b", phrase) for w in words), \
             f"hint {phrase!r} does not print the value {row['value']}"
         return phrase in text
     return any(number_in(text, f) for f in printed_forms(row["value"]))
+
+
+def fraction_forms(row: dict) -> set[str]:
+    """A percentage released as a fraction (a peer's data: 90.97 % as 0.9097), to the same digits."""
+    if row["unit"] != "%":
+        return set()
+    decimals = len(row["value"].partition(".")[2])
+    return {f"{float(row['value']) / 100:.{decimals + 2}f}"}
 
 
 def rows_where(rows: list[dict], **kw) -> list[dict]:
@@ -257,6 +267,40 @@ def test_spot_values_ssdsgd():
          ("400", "no_loss", "0"), ("500", "no_loss", "0")]
 
 
+def test_spot_values_grace():
+    """GRACE's two ResNet-20 runs: the same recipe (8 workers of 256, lr 0.1, momentum, 8,018 steps), the best
+    top-1 of each single run, and TernGrad judged on its gap, -0.38 points, with its margin from that gap."""
+    gr = load("grace")
+    base, tern = one(gr, method="baseline"), one(gr, method="terngrad")
+    for r in (base, tern):
+        assert (r["task"], r["workers"], r["global_batch"], r["batch_per_worker"], r["base_lr"], r["optimizer"],
+                r["iterations"], r["reports"]) == ("resnet20-cifar10", "8", "2048", "256", "0.1", "momentum", "8018",
+                                                   "best")
+        assert "a single run" in r["note"]
+    assert (base["value"], base["claim"], tern["value"], tern["claim"]) == ("90.97", "value", "90.59", "gap")
+    assert round(float(tern["value"]) - float(base["value"]), 2) == -0.38
+    assert tern["variant"] == "unshared-scaler"  # GRACE's TernGrad shares no scaler between workers
+
+
+def test_grace_excerpt_is_the_released_data():
+    """Where GRACE's released script and data are at hand ($COMMBENCH_GRACE_DATA: a folder holding grace-data's
+    GRACE_data_release.pickle and grace-benchmarks' TF_scripts.sh), the excerpt's lines are theirs."""
+    folder = os.environ.get("COMMBENCH_GRACE_DATA")
+    if not folder:
+        pytest.skip("GRACE's released data absent ($COMMBENCH_GRACE_DATA unset); the excerpt checks still ran")
+    import pandas as pd
+
+    frame = pd.read_pickle(Path(folder) / "GRACE_data_release.pickle")["cifar10-classification"]
+    script = (Path(folder) / "TF_scripts.sh").read_text(encoding="utf-8").splitlines()
+    blocks = (EXCERPTS / "grace.txt").read_text(encoding="utf-8").split("=== ")[1:]
+    command, data = ([x for x in b.splitlines()[1:] if x.strip()] for b in blocks)
+    assert all(line in script for line in command)
+    columns = data[0].split(",")
+    runs = frame[(frame["mode"] == "accuracy") & (frame["model"] == "resnet20_v2")
+                 & frame["name"].isin(["none", "terngrad"])]
+    assert runs[columns].to_csv(index=False).splitlines() == data
+
+
 # ------------------------------------------------------------------ numbers are in the papers' text
 
 @pytest.mark.parametrize("paper", PAPERS)
@@ -284,7 +328,7 @@ def test_settings_in_excerpts(paper):
 
 def iteration_forms(n: int) -> set[str]:
     """How the papers print a training length: 220,000 or 300K, 18.75K, 10K."""
-    return {f"{n:,}", f"{n / 1000:g}K"}
+    return {f"{n:,}", f"{n / 1000:g}K", f"{n}.0"}  # the last: a step count in a peer's released data frame
 
 
 def test_iteration_counts():
@@ -296,7 +340,7 @@ def test_iteration_counts():
     assert {r["iterations"] for r in load("ssdsgd")} == {""}  # SSD-SGD states epochs, not iterations
 
 
-@pytest.mark.parametrize("paper", PAPERS)
+@pytest.mark.parametrize("paper", SEED_FILES)
 def test_values_in_seed_texts(paper):
     texts = seed_texts(paper)
     full = "\n".join(texts)

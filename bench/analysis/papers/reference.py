@@ -18,7 +18,11 @@ from commbench.config.grid import GRIDS_DIR, Declaration, load_grid
 PAPER_DIR = Path(str(importlib.resources.files("commbench.paper_data")))
 PAPERS = {"terngrad": "TernGrad (Wen et al., NeurIPS 2017)",
           "threshold": "Thresholded gradient synchronization (Anoosheh et al.)",
-          "ssdsgd": "SSD-SGD (Xu et al.)"}
+          "ssdsgd": "SSD-SGD (Xu et al.)",
+          # a peer's reproduction, judged by the same rule: its released runs of a paper's method
+          "grace": "GRACE's released runs (sands-lab: a peer's reproduction of TernGrad, single runs)"}
+# a peer's rows are its own recipe's runs: the recipe that reproduces its setting (tasks/ name it), and only it
+PEER_RECIPES = {"grace": "grace"}
 COLUMNS = ["paper", "source", "row", "task", "dataset", "method", "workers", "global_batch", "batch_per_worker",
            "base_lr", "optimizer", "threshold", "delay_steps", "warmup_steps", "iterations", "variant", "metric", "value",
            "unit", "claim", "margin", "reports", "note"]

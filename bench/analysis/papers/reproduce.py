@@ -28,14 +28,15 @@ from typing import Callable
 
 from commbench.config import NOT_COMPARED
 from commbench.analysis.papers.conditions import condition_markers
-from commbench.analysis.papers.reference import Analogue, Reference
+from commbench.analysis.papers.reference import PEER_RECIPES, Analogue, Reference
 from commbench.store.records import Status
 
 OPTIMIZERS = {"momentum": "momentum", "vanilla-sgd": "sgd", "sgd": "sgd", "vanilla": "sgd", "adam": "adam"}
 # variant words that pin a method parameter; a row without the word asks for the other value
 FLAGS: dict[str, dict[str, Callable[[dict], bool]]] = {
     "terngrad": {"noclip": lambda p: p.get("clip") == 0,
-                 "global-scaler": lambda p: p.get("layerwise") is False},
+                 "global-scaler": lambda p: p.get("layerwise") is False,
+                 "unshared-scaler": lambda p: p.get("scaler_sharing") is False},  # GRACE's: no Eq. 4
 }
 LOCAL_RULES = {"glu": "glu", "local-sgd": "sgd", "sgd": "sgd", "no-local": "none", "dcasgd": "dcasgd"}
 # the paper's GLU as its text states it (Eq. 8) and as the authors' CIFAR-10 code runs it (COSDCASGD): a row of
@@ -140,6 +141,8 @@ def matches(record: dict, ref: Reference, want: dict, method: str | None = None,
     if record.get("status") != Status.DONE or (record.get("metrics") or {}).get("top1") is None:
         return False
     if want["task"] and cfg.get("task") != want["task"]:
+        return False
+    if ref.paper in PEER_RECIPES and cfg.get("recipe") != PEER_RECIPES[ref.paper]:
         return False
     if method and cfg.get("method") != method:
         return False
