@@ -405,8 +405,11 @@ class Trainer:
         loop.mean_loss = totals[0].item() / max(1.0, totals[1].item())
         self.loss_sum.zero_()
         loop.loss_count = 0
+        # the bytes so far, both ways: a method whose bytes change over the run (PowerSGD's start_iter, SSD-SGD's
+        # warm-up and its pulls every k steps) is timed stretch by stretch from them (the time-to-accuracy model)
         point = {"step": done, "train_loss": loop.mean_loss, "top1": None, "bytes_sent": int(totals[2].item()),
-                 "lr": lr_at(cfg.lr_schedule, step, cfg.steps), "train_s": loop.train_s}
+                 "bytes_received": int(totals[3].item()), "lr": lr_at(cfg.lr_schedule, step, cfg.steps),
+                 "train_s": loop.train_s}
         if not math.isfinite(loop.mean_loss):
             loop.history.append(point)
             return False

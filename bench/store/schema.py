@@ -44,7 +44,8 @@ METRICS = {
 }
 
 HISTORY_POINT = {"step": "int", "train_loss": "number?", "top1": "number?", "top5": "number?",
-                 "top1_global": "number?", "top5_global": "number?", "bytes_sent": "number?", "lr": "number?",
+                 "top1_global": "number?", "top5_global": "number?", "bytes_sent": "number?",
+                 "bytes_received": "number?", "lr": "number?",
                  "train_s": "number?"}
 
 ENV = {"python": "str?", "torch": "str?", "torchvision": "str?", "git_sha": "str?", "git_dirty": "bool?",

@@ -54,6 +54,7 @@ def test_bytes_are_the_full_gradient_every_step(runs):
     assert m["bytes_sent"] == m["bytes_fp32_equiv"] == 4 * params * 2 * 300
     assert m["bytes_received"] == m["bytes_sent"]
     assert runs["dist"]["history"][-1]["bytes_sent"] == m["bytes_sent"]
+    assert runs["dist"]["history"][-1]["bytes_received"] == m["bytes_received"]
 
 
 def test_sim_ends_with_the_same_weights_and_bytes(runs):

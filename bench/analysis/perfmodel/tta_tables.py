@@ -65,12 +65,13 @@ def _per_step(record: dict) -> dict:
 
 def _segments(record: dict, upto: int | None = None) -> tuple[Segment, ...]:
     """The run to step ``upto`` (None: its last history point) in segments of constant bytes per worker per step,
-    from the history's cumulative ``bytes_sent`` (all workers); what servers send back (``bytes_received``, known
-    only for the whole run) in the run's proportion. Empty where a point lacks the cumulative bytes."""
+    from the history's cumulative ``bytes_sent`` and ``bytes_received`` (all workers); a record whose history has
+    no received bytes (older than that field) in the whole run's proportion of received to sent. Empty where a
+    point lacks the cumulative bytes sent."""
     m, workers = record["metrics"], record["config"]["workers"]
-    back = m["bytes_received"] / m["bytes_sent"] if m.get("bytes_sent") else None
+    ratio = m["bytes_received"] / m["bytes_sent"] if m.get("bytes_sent") else None
     segments: list[Segment] = []
-    step, sent = 0, 0.0
+    step, sent, received = 0, 0.0, 0.0
     for point in record.get("history") or []:
         if upto is not None and point["step"] > upto:
             break
@@ -80,11 +81,18 @@ def _segments(record: dict, upto: int | None = None) -> tuple[Segment, ...]:
         if steps <= 0:
             continue
         per_step = (point["bytes_sent"] - sent) / (workers * steps)
+        if isinstance(point.get("bytes_received"), (int, float)):
+            back = (point["bytes_received"] - received) / (workers * steps)
+            received = point["bytes_received"]
+        else:
+            back = None if ratio is None else per_step * ratio
         last = segments[-1] if segments else None
-        if last is not None and math.isclose(last.sent, per_step, rel_tol=1e-9):
+        if last is not None and math.isclose(last.sent, per_step, rel_tol=1e-9) and (
+                last.received == back or (last.received is not None and back is not None
+                                          and math.isclose(last.received, back, rel_tol=1e-9))):
             segments[-1] = replace(last, steps=last.steps + steps)
         else:
-            segments.append(Segment(steps, per_step, None if back is None else per_step * back))
+            segments.append(Segment(steps, per_step, back))
         step, sent = point["step"], point["bytes_sent"]
     return tuple(segments)
 
