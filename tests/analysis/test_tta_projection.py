@@ -255,3 +255,23 @@ def test_validation_of_a_method_whose_bytes_change_holds_where_a_mean_over_the_r
     cal = with_measured_overlap(measured_arms(tmp_path, "lenet-mnist", 2, "1gbit"), links_of("1gbit", 2, 50e-6))
     (row,) = validation(cal, measured_arms(tmp_path, "lenet-mnist", 2, "100mbit"), links_of("100mbit", 2, 50e-6))
     assert row["held-out error"] < -0.20
+
+
+def test_an_exchange_waited_whole_carries_its_measured_overhead_to_the_held_out_link():
+    """TernGrad's all-gather waited 8.6 ms a step at 1 Gbit/s where its bytes take 2.7 ms: the 5.9 ms beyond them
+    (a message per tensor, the transport's own costs) do not shrink with the link, so the held-out link's step
+    carries them; a cluster's projection scales them with the codecs (software measured on this host)."""
+    from commbench.analysis.perfmodel.tta_tables import Measured, projection, with_measured_overlap
+
+    cal_links, held = links_of("1gbit", 2, 0.0), links_of("100mbit", 2, 0.0)
+    arm = Arm("terngrad", "allgather", 450, 0.314 * MB, codec_s=0.011)
+    modelled = exchange_s("allgather", cal_links, 0.314 * MB)
+    measured = {"terngrad": Measured(arm, "terngrad", 0.06, None, 3, 3, {}, modelled + 0.0059)}
+    (cal,) = with_measured_overlap(measured, cal_links).values()
+    assert cal.arm.overhead_s == pytest.approx(0.0059)
+    assert step_s(cal.arm, held, 0.06) == pytest.approx(0.06 + 0.011 + 0.0059 + exchange_s("allgather", held, 0.314 * MB))
+    (row,) = projection({"terngrad": cal}, held, 0.002, codec_scale=0.05)
+    assert row["step s"] == pytest.approx(0.002 + 0.05 * (0.011 + 0.0059) + exchange_s("allgather", held, 0.314 * MB))
+    # a wait shorter than the modelled bytes (the model's bytes too slow) gives no negative overhead
+    quick = {"terngrad": Measured(arm, "terngrad", 0.06, None, 3, 3, {}, modelled / 2)}
+    assert next(iter(with_measured_overlap(quick, cal_links).values())).arm.overhead_s == 0.0

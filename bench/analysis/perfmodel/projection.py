@@ -4,10 +4,12 @@ batch and number of workers they do not depend on the hardware) x the step time 
 The step time is the compute of one worker's step, the method's codec time, and the exchange on the cluster's
 links by the method's topology, less what computation hides of it (an exchange that starts while backward runs):
 
-    step = compute + codec + max(0, exchange - hidden),   hidden = backward share x compute (overlapped only)
+    step = compute + codec + overhead + max(0, exchange - hidden),   hidden = backward share x compute (overlapped)
 
 where the hidden part, where a calibration link measured it (its exposed wait against the exchange there), is
-that measurement, still at most the backward share of the compute.
+that measurement, still at most the backward share of the compute; and the overhead, for an exchange that waits
+whole (not overlapped), is what the calibration link measured beyond the bytes over the bandwidth: the
+per-message costs of the transport, the servers' own work (a fixed cost per step, whatever the link).
 
 The exchange of B bytes per worker (B' received by each worker from a server) on W = nodes x per_node workers,
 links of bandwidth b between nodes and b_in within one, latency a per message:
@@ -107,6 +109,7 @@ class Arm:
     codec_s: float = 0.0            # encode + decode per step
     overlapped: bool = False        # the exchange starts while backward runs
     hidden_s: float | None = None   # what computation hid of the exchange, as measured (None: the bound)
+    overhead_s: float = 0.0         # per step, the exchange's cost beyond its bytes over the bandwidth (measured)
     # each seed's steps to the target in segments of constant bytes per step (empty: steps_to_target x sent)
     runs: tuple[tuple[Segment, ...], ...] = ()
 
@@ -116,7 +119,7 @@ def step_s(arm: Arm, links: Links, compute_s: float, backward_share: float = 2 /
     exchange = exchange_s(arm.topology, links, arm.sent, arm.received, arm.servers)
     bound = backward_share * compute_s if arm.overlapped else 0.0
     hidden = bound if arm.hidden_s is None else min(arm.hidden_s, bound)
-    return compute_s + arm.codec_s + max(0.0, exchange - hidden)
+    return compute_s + arm.codec_s + arm.overhead_s + max(0.0, exchange - hidden)
 
 
 def segments_s(arm: Arm, segments, links: Links, compute_s: float, backward_share: float = 2 / 3) -> float:

@@ -180,11 +180,16 @@ def links_of(net: str, workers: int, latency_s: float) -> Links:
 
 
 def with_measured_overlap(calibration: dict, links: Links) -> dict:
-    """The calibration arms with what computation hid of each overlapped exchange on the calibration ``links``:
-    the modelled exchange there less the exposed wait the records measured (at least 0). How much of an exchange
-    a backward pass hides depends on the buckets' order and sizes, not on the link, so it carries over. Where the
-    runs come in segments of different bytes, the hidden time is the one that leaves, summed over the segments,
-    the measured wait (a step whose exchange is shorter than it exposes nothing)."""
+    """The calibration arms with what the calibration ``links`` measured of each exchange beside its bytes.
+
+    - Overlapped: what computation hid, the modelled exchange there less the exposed wait the records measured
+      (at least 0). How much of an exchange a backward pass hides depends on the buckets' order and sizes, not on
+      the link, so it carries over. Where the runs come in segments of different bytes, the hidden time is the
+      one that leaves, summed over the segments, the measured wait (a step whose exchange is shorter than it
+      exposes nothing).
+    - Waited whole: the overhead, the measured wait less the modelled exchange (at least 0): the transport's
+      per-message costs (TernGrad's all-gather sends a message per tensor), the servers' work, a cost per step
+      that does not scale with the link's bandwidth, so it carries over too."""
     out = {}
     for label, cal in calibration.items():
         arm = cal.arm
@@ -194,8 +199,19 @@ def with_measured_overlap(calibration: dict, links: Links) -> dict:
             else:
                 hidden = max(0.0, exchange_s(arm.topology, links, arm.sent, arm.received, arm.servers) - cal.wait_s)
             arm = replace(arm, hidden_s=hidden)
+        else:
+            arm = replace(arm, overhead_s=max(0.0, cal.wait_s - _mean_exchange_s(arm, cal.whole, links)))
         out[label] = replace(cal, arm=arm)
     return out
+
+
+def _mean_exchange_s(arm: Arm, runs: tuple, links: Links) -> float:
+    """The modelled exchange per step over the runs (each segment at its own bytes), or at the arm's mean bytes."""
+    if not runs:
+        return exchange_s(arm.topology, links, arm.sent, arm.received, arm.servers)
+    per_run = [sum(seg.steps * exchange_s(arm.topology, links, seg.sent, seg.received, arm.servers) for seg in run)
+               / sum(seg.steps for seg in run) for run in runs]
+    return sum(per_run) / len(per_run)
 
 
 def _hidden_for_wait(arm: Arm, runs: tuple, links: Links, wait_s: float) -> float:
@@ -246,7 +262,8 @@ def projection(calibration: dict, links: Links, compute_s: float | None, codec_s
     ``compute_s``: one worker's compute per step there (None: each arm's own, as measured here)."""
     rows = []
     for label, cal in calibration.items():
-        arm = replace(cal.arm, codec_s=cal.arm.codec_s * codec_scale)
+        # the codecs and the transport's measured overhead are this host's software: both scale to the cluster's
+        arm = replace(cal.arm, codec_s=cal.arm.codec_s * codec_scale, overhead_s=cal.arm.overhead_s * codec_scale)
         compute = cal.compute_s if compute_s is None else compute_s
         rows.append({"method": label, "kind": cal.method, "steps to target": arm.steps_to_target,
                      "step s": step_s(arm, links, compute), "time to target s": time_to_target_s(arm, links, compute)})
