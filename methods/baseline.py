@@ -78,10 +78,11 @@ class Baseline(Method):
         self.finish_allreduce(pending, grads, lr, lambda total, own: total.div_(n) if own else total / n)
 
     def step(self, grads, lr, step):
-        if self.ps is not None:
-            self.ps.push_all(self.workers, grads, lr, answer_pull=True)
-            for worker in self.workers:
-                self.ps.pull(worker.rank, worker.params)
+        if self.ps is not None:  # timed as wait: a dist worker blocks in the push and the pull on the link
+            with self.timed("wait"):
+                self.ps.push_all(self.workers, grads, lr, answer_pull=True)
+                for worker in self.workers:
+                    self.ps.pull(worker.rank, worker.params)
             return
         # After backward (exchange=after-backward): the whole gradient as one flat buffer, one collective.
         self.finish_step([self.begin_bucket(self.names, grads, step)], grads, lr, step)

@@ -161,13 +161,17 @@ class SSDSGD(Method):
     def step(self, grads, lr, step):
         p = self.params
         pull = pulls_at(step, p.warmup, p.k)
+        # The push and every pull are timed as wait: a dist worker blocks in them on the link (under sim the
+        # servers' work runs inside them too), as TernGrad's parameter-server exchange is timed.
         if self.ps is not None:  # line 6 / 17: push
-            self.ps.push_all(self.workers, grads, lr, answer_pull=pull)
+            with self.timed("wait"):
+                self.ps.push_all(self.workers, grads, lr, answer_pull=pull)
         else:
             self.pending.append((self.comm.allreduce_async([self.flatten(g) for g in grads]), lr))
         if step <= p.warmup:  # lines 3-14: synchronous SGD; the pulled weights are the computing weights
             for worker in self.workers:
-                self.pull_into(worker.rank, worker.params)
+                with self.timed("wait"):
+                    self.pull_into(worker.rank, worker.params)
                 if step == p.warmup:  # lines 9-11: w' = w_t
                     self.copy[worker.rank] = {n: t.detach().clone() for n, t in worker.params.items()}
             return

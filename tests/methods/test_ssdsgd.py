@@ -4,6 +4,7 @@ on both topologies, equality with synchronous SGD during warm-up, and sim == dis
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -342,3 +343,38 @@ def test_a_method_that_does_not_bucket_says_so_when_asked_to():
         method.begin_bucket(["w"], [{"w": torch.zeros(3)}], 0)
     with pytest.raises(TypeError, match="calls step\\(\\) after backward"):
         method.finish_step([], [{"w": torch.zeros(3)}], 0.1, 0)
+
+
+class SlowLink:
+    """A parameter server whose push and pull each block for ``delay`` seconds, as a dist worker does on a slow
+    link: sleep never returns early, so the time booked as wait has a floor."""
+
+    def __init__(self, delay: float):
+        self.delay, self.calls = delay, 0
+
+    def push_all(self, workers, grads, lr, answer_pull):
+        self.calls += 1
+        time.sleep(self.delay)
+
+    def pull(self, rank, into, control=False):
+        self.calls += 1
+        time.sleep(self.delay)
+
+
+@pytest.mark.parametrize("method_name", ["ssdsgd", "baseline"])
+def test_time_blocked_in_the_ps_push_and_pull_is_booked_as_wait(method_name):
+    """The push and every pull (the warm-up's too) are waiting on the link: the time breakdown must book them
+    as wait, not as the unexplained rest the performance model would read as compute."""
+    weights = {"w": torch.zeros(3)}
+    if method_name == "ssdsgd":
+        method, worker = one_worker_method(SSDSGDParams(k=2, warmup=1), weights, {})
+    else:
+        comm = SimCommunicator(1, num_servers=1)
+        tensors = {"w": torch.nn.Parameter(torch.zeros(3))}
+        worker = Worker(0, tensors, torch.optim.SGD(tensors.values(), lr=0.0))
+        method = Baseline(comm, [worker], BaselineParams(topology="ps"), {})
+    method.ps = link = SlowLink(0.02)
+    for step in range(4):  # SSD-SGD: 2 warm-up steps (push + pull), then 2 pushes and the pulls of k = 2
+        method.step([{"w": torch.ones(3)}], 0.1, step)
+    assert link.calls >= 6
+    assert method.times.get("wait", 0.0) >= link.calls * link.delay
