@@ -205,30 +205,34 @@ def with_measured_overlap(calibration: dict, links: Links) -> dict:
     return out
 
 
+def _segment_costs(arm: Arm, runs: tuple, links: Links) -> list[list[tuple[int, float]]]:
+    """Each run's segments as (steps, modelled exchange per step at the segment's own bytes)."""
+    return [[(seg.steps, exchange_s(arm.topology, links, seg.sent, seg.received, arm.servers)) for seg in run]
+            for run in runs]
+
+
+def _mean_exposed_s(costs: list[list[tuple[int, float]]], hidden_s: float) -> float:
+    """The runs' mean exposed exchange per step when ``hidden_s`` of each step's exchange is hidden."""
+    return sum(sum(n * max(0.0, x - hidden_s) for n, x in run) / sum(n for n, _ in run) for run in costs) / len(costs)
+
+
 def _mean_exchange_s(arm: Arm, runs: tuple, links: Links) -> float:
     """The modelled exchange per step over the runs (each segment at its own bytes), or at the arm's mean bytes."""
     if not runs:
         return exchange_s(arm.topology, links, arm.sent, arm.received, arm.servers)
-    per_run = [sum(seg.steps * exchange_s(arm.topology, links, seg.sent, seg.received, arm.servers) for seg in run)
-               / sum(seg.steps for seg in run) for run in runs]
-    return sum(per_run) / len(per_run)
+    return _mean_exposed_s(_segment_costs(arm, runs, links), 0.0)
 
 
 def _hidden_for_wait(arm: Arm, runs: tuple, links: Links, wait_s: float) -> float:
     """The h for which the runs' mean exposed wait per step, sum of steps x max(0, exchange - h) over the segments,
     is ``wait_s``: it falls as h grows, so bisection finds it (0 where even h = 0 exposes no more than the wait)."""
-    costs = [[(seg.steps, exchange_s(arm.topology, links, seg.sent, seg.received, arm.servers)) for seg in run]
-             for run in runs]
-
-    def exposed(h: float) -> float:
-        return sum(sum(n * max(0.0, x - h) for n, x in run) / sum(n for n, _ in run) for run in costs) / len(costs)
-
+    costs = _segment_costs(arm, runs, links)
     low, high = 0.0, max(x for run in costs for _, x in run)
-    if exposed(low) <= wait_s:
+    if _mean_exposed_s(costs, low) <= wait_s:
         return 0.0
     for _ in range(60):
         mid = (low + high) / 2
-        low, high = (mid, high) if exposed(mid) > wait_s else (low, mid)
+        low, high = (mid, high) if _mean_exposed_s(costs, mid) > wait_s else (low, mid)
     return (low + high) / 2
 
 
