@@ -69,7 +69,8 @@ campaign: $(STAMP) $(FASHION)
 
 # stop the campaign where it is: each lane's run saves a checkpoint, its record says interrupted, and the lane
 # stops (a lane goes on to the next grid only after a sweep that ended with its runs done or failed);
-# make campaign resumes each run from its checkpoint
+# make campaign resumes each run from its checkpoint. To resume in a fresh checkout, commit
+# results/campaign/checkpoints/ (docs/checkpoints.md, "A campaign across sessions")
 campaign-stop:
 	pkill -USR1 -f 'python[0-9.]* [^ ]*commbench sweep bench/grids/campaign/' || echo "no campaign sweep is running"
 

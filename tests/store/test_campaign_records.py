@@ -61,3 +61,35 @@ def test_results_readme_quotes_the_totals_of_the_committed_records():
     quoted = " ".join(line[2:].strip() for line in readme.splitlines() if line.startswith("> "))
     live = totals_line(rows(build("all", REPO / "results")))
     assert re.sub(r"\s+", " ", live) in quoted
+
+
+def test_campaign_checkpoints_are_carried_in_git_and_every_other_results_folders_are_not():
+    """A ResNet-20 run of the campaign outlasts a session: its checkpoint is committed when the session stops the
+    campaign, and a fresh checkout resumes it. Nowhere else are checkpoints meant for git."""
+    import subprocess
+
+    def ignored(path: str) -> bool:
+        done = subprocess.run(["git", "check-ignore", "-q", path], cwd=REPO)
+        if done.returncode == 128:
+            pytest.skip("not a git checkout")
+        return done.returncode == 0
+
+    assert not ignored("results/campaign/checkpoints/some-run/step-000000250/sim.pt")
+    assert ignored("local-results/checkpoints/some-run/step-000000250/sim.pt")
+    assert ignored("results/smoke/checkpoints/some-run/latest.json")
+    assert ignored("results/campaign/logs/some-run.log")
+
+
+def test_each_carried_checkpoint_is_of_an_unfinished_campaign_run(grid_runs):
+    """A carried checkpoint belongs to a run of a campaign grid that has no finished record (a finished run
+    removes its checkpoint) and names files that are there, so that `make campaign` resumes it."""
+    carried = sorted((REPO / "results" / "campaign" / "checkpoints").glob("*/latest.json"))
+    for latest in carried:
+        run_id = latest.parent.name
+        assert run_id in grid_runs, f"{run_id}: a checkpoint of no campaign grid's run"
+        assert not (REPO / "results" / "campaign" / "runs" / f"{run_id}.json").exists() or json.loads(
+            (REPO / "results" / "campaign" / "runs" / f"{run_id}.json").read_text())["status"] == "interrupted", \
+            f"{run_id}: finished, yet its checkpoint is still carried"
+        named = json.loads(latest.read_text())
+        for name in named["files"]:
+            assert (latest.parent / named["folder"] / name).is_file(), f"{run_id}: {name} missing"
