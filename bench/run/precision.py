@@ -24,6 +24,15 @@ def autocast_args(device_type: str, precision: str) -> dict | None:
     raise ValueError(f"precision {precision!r}: expected fp32 or bf16-autocast")
 
 
+def strict_fp32(device: torch.device, precision: str) -> None:
+    """``fp32`` on a GPU means fp32: PyTorch lets cuDNN's convolutions (and may let cuBLAS) round their inputs
+    to TF32 (10 mantissa bits) on Ampere and later, which the papers' GPUs (Pascal, Volta) never did. Under
+    ``fp32`` on CUDA both are turned off; autocast runs choose their arithmetic themselves."""
+    if device.type == "cuda" and precision == "fp32":
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
+
+
 def compute_context(device: torch.device, precision: str):
     """Where forward (and so backward) runs: under autocast, or as it is."""
     args = autocast_args(device.type, precision)

@@ -28,7 +28,7 @@ from commbench.tasks import TASKS
 from commbench.run.checkpoint import Checkpoints, capture_rng, restore_rng
 from commbench.config import RunConfig
 from commbench.run.optim import EMA, lr_at, make_optimizer
-from commbench.run.precision import compute_context, for_methods, uses_channels_last
+from commbench.run.precision import compute_context, for_methods, strict_fp32, uses_channels_last
 from commbench.store.correctness import pack_correct
 from commbench.store.records import Status
 
@@ -100,7 +100,9 @@ def pick_device(cfg: RunConfig, comm: Communicator) -> torch.device:
         return torch.device("cpu")
     if not torch.cuda.is_available():
         raise RuntimeError("device=cuda but CUDA is not available")
-    return getattr(comm, "device", None) or torch.device("cuda", 0)
+    device = getattr(comm, "device", None) or torch.device("cuda", 0)
+    strict_fp32(device, cfg.precision)
+    return device
 
 
 def set_threads(cfg: RunConfig) -> None:

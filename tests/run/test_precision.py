@@ -6,7 +6,7 @@ import torch
 
 from commbench.config import identity_of, resolve
 from commbench.methods.comm import SimCommunicator
-from commbench.run.precision import autocast_args, compute_context
+from commbench.run.precision import autocast_args, compute_context, strict_fp32
 from commbench.run.train import Trainer
 
 
@@ -54,6 +54,16 @@ def test_the_autocast_a_device_gets():
         assert torch.is_autocast_enabled("cpu")
     with compute_context(torch.device("cpu"), "fp32"):
         assert not torch.is_autocast_enabled("cpu")
+
+
+def test_fp32_on_a_gpu_turns_tf32_off_and_leaves_the_cpu_and_autocast_alone(monkeypatch):
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", True)
+    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", True)
+    strict_fp32(torch.device("cpu"), "fp32")
+    strict_fp32(torch.device("cuda", 0), "bf16-autocast")
+    assert torch.backends.cudnn.allow_tf32 and torch.backends.cuda.matmul.allow_tf32
+    strict_fp32(torch.device("cuda", 0), "fp32")
+    assert not torch.backends.cudnn.allow_tf32 and not torch.backends.cuda.matmul.allow_tf32
 
 
 def test_the_paper_tables_name_the_precision_as_a_departure():
