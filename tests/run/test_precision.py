@@ -56,14 +56,18 @@ def test_the_autocast_a_device_gets():
         assert not torch.is_autocast_enabled("cpu")
 
 
-def test_fp32_on_a_gpu_turns_tf32_off_and_leaves_the_cpu_and_autocast_alone(monkeypatch):
-    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", True)
-    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", True)
-    strict_fp32(torch.device("cpu"), "fp32")
-    strict_fp32(torch.device("cuda", 0), "bf16-autocast")
-    assert torch.backends.cudnn.allow_tf32 and torch.backends.cuda.matmul.allow_tf32
-    strict_fp32(torch.device("cuda", 0), "fp32")
-    assert not torch.backends.cudnn.allow_tf32 and not torch.backends.cuda.matmul.allow_tf32
+def test_fp32_on_a_gpu_turns_tf32_off_and_leaves_the_cpu_and_autocast_alone():
+    cudnn, cublas = torch.backends.cudnn, torch.backends.cuda.matmul  # process-wide switches: restored below
+    before = cudnn.allow_tf32, cublas.allow_tf32
+    try:
+        cudnn.allow_tf32 = cublas.allow_tf32 = True
+        strict_fp32(torch.device("cpu"), "fp32")
+        strict_fp32(torch.device("cuda", 0), "bf16-autocast")
+        assert cudnn.allow_tf32 and cublas.allow_tf32
+        strict_fp32(torch.device("cuda", 0), "fp32")
+        assert not cudnn.allow_tf32 and not cublas.allow_tf32
+    finally:
+        cudnn.allow_tf32, cublas.allow_tf32 = before
 
 
 def test_the_paper_tables_name_the_precision_as_a_departure():
