@@ -88,18 +88,28 @@ class DistCommunicator(Communicator):
     def allreduce(self, tensors):
         return self.allreduce_async(tensors).wait()
 
+    def _on_wire(self, t: torch.Tensor) -> torch.Tensor:
+        """The tensor the collective moves: NCCL moves GPU memory only, so a CPU tensor (TernGrad's scalers, which
+        the CPU computes) goes through this process's GPU; gloo moves either."""
+        return t.to(self.device) if self.backend == "nccl" and t.device.type == "cpu" else t
+
     def allreduce_async(self, tensors):
-        t = self._one(tensors)
+        given = self._one(tensors)
+        t = self._on_wire(given)
         self.ledger.count_call("allreduce")
         self._count_allreduce(self.rank, t)
         work = dist.all_reduce(t, group=self.group, async_op=True)
+        if t is not given:  # a small CPU tensor through the GPU: back in place now (the sum is what it asked for)
+            work.wait()
+            return Done([given.copy_(t)])
         return _Pending(work, [t], self._outstanding)
 
     def allgather(self, tensors, same_size=False):
         return self.allgather_async(tensors, same_size).wait()
 
     def allgather_async(self, tensors, same_size=False):
-        t = self._one(tensors).reshape(-1)
+        given = self._one(tensors).reshape(-1)
+        t = self._on_wire(given)
         self.ledger.count_call("allgather")
         if same_size:
             sizes = [t.numel()] * self.world_size
@@ -116,12 +126,18 @@ class DistCommunicator(Communicator):
             t = torch.cat([t, t.new_zeros(padded - t.numel())])
         out = [t.new_empty(padded) for _ in sizes]
         work = dist.all_gather(out, t, group=self.group, async_op=True)
+        if t is not given:  # through the GPU: the pieces come back where the caller keeps them
+            work.wait()
+            return Done([[o[:n].to(given.device) for o, n in zip(out, sizes)]])
         return _Pending(work, [[o[:n] for o, n in zip(out, sizes)]], self._outstanding)
 
     def broadcast(self, tensors, src):
-        t = self._one(tensors)
+        given = self._one(tensors)
+        t = self._on_wire(given)
         self.ledger.count_call("broadcast")
         dist.broadcast(t, src, group=self.group)
+        if t is not given:
+            t = given.copy_(t)
         self._count("broadcast", self.rank, nbytes(t) if self.rank == src else 0, 0 if self.rank == src else nbytes(t))
         return [t]
 

@@ -99,6 +99,28 @@ class BatchNormNoScale(nn.BatchNorm2d):
         if self.bias is not None:
             nn.init.zeros_(self.bias)
 
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """torch's BatchNorm with gamma fixed at 1 (:func:`unit_gamma`)."""
+        self._check_input_dim(x)
+        factor = self.momentum if self.momentum is not None else 0.0
+        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
+            self.num_batches_tracked.add_(1)
+            if self.momentum is None:  # a cumulative average
+                factor = 1.0 / float(self.num_batches_tracked)
+        batch_stats = self.training or (self.running_mean is None and self.running_var is None)
+        tracked = not self.training or self.track_running_stats
+        return F.batch_norm(x, self.running_mean if tracked else None, self.running_var if tracked else None,
+                            unit_gamma(self), self.bias, batch_stats, factor, self.eps)
+
+
+def unit_gamma(bn: nn.modules.batchnorm._BatchNorm) -> torch.Tensor | None:
+    """A BatchNorm's gamma, or ones where it has a beta and no gamma (:class:`BatchNormNoScale`). Passing None
+    is the same arithmetic, and on the CPU bit for bit, but CUDA's batch-norm backward then hands back an empty
+    beta gradient (torch 2.11 on an H100: "NativeBatchNormBackward0 returned an invalid gradient")."""
+    if bn.weight is None and bn.bias is not None:
+        return torch.ones_like(bn.bias, requires_grad=False)
+    return bn.weight
+
 
 class ConvBNReLU(nn.Sequential):
     """slim conv2d with batch_norm_params: SAME conv without bias -> BN (beta only) -> ReLU."""

@@ -14,6 +14,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ._tf import unit_gamma
+
 
 class SlicedBatchNorm(nn.modules.batchnorm._BatchNorm):
     """A BatchNorm (the mixin of :func:`sliced`, before the layer's own class) normalising slices of
@@ -25,7 +27,8 @@ class SlicedBatchNorm(nn.modules.batchnorm._BatchNorm):
         if not self.training or x.shape[0] <= self.slice_size:
             return super().forward(x)
         slices = x.split(self.slice_size)
-        out = torch.cat([F.batch_norm(s, None, None, self.weight, self.bias, True, 0.0, self.eps) for s in slices])
+        gamma = unit_gamma(self)
+        out = torch.cat([F.batch_norm(s, None, None, gamma, self.bias, True, 0.0, self.eps) for s in slices])
         if self.track_running_stats:
             with torch.no_grad():
                 dims = [0] + list(range(2, x.dim()))

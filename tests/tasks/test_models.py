@@ -444,3 +444,41 @@ def test_models_do_not_import_torchvision_at_module_level():
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
                 [node.module or ""] if isinstance(node, ast.ImportFrom) else []
             assert not any(n.split(".")[0] == "torchvision" for n in names), path.name
+
+
+@pytest.mark.parametrize("slice_size", [None, 4])
+def test_a_batchnorm_without_gamma_computes_bit_for_bit_what_torch_computes_with_gamma_none(slice_size):
+    """BatchNormNoScale passes CUDA a gamma of ones (CUDA's backward mishandles None); on the CPU that must be
+    the very arithmetic of torch's BatchNorm with no gamma: outputs, both gradients and the running statistics."""
+    import torch.nn.functional as F
+
+    from commbench.tasks.models._tf import BatchNormNoScale
+    from commbench.tasks.models.sliced_bn import slice_batch_norm
+
+    torch.manual_seed(0)
+    bn = BatchNormNoScale(6, eps=1e-3, momentum=0.1)
+    if slice_size:
+        slice_batch_norm(bn, slice_size)
+    assert [name for name, _ in bn.named_parameters()] == ["bias"]
+    with torch.no_grad():
+        bn.bias.normal_()
+    x0 = torch.randn(8, 6, 5, 5) * 3 + 1
+    weights = torch.linspace(-1, 1, x0.numel()).view(x0.shape)
+    for training in (True, False):
+        bn.train(training)
+        mean0, var0 = bn.running_mean.clone(), bn.running_var.clone()
+        x, ref_x = x0.clone().requires_grad_(), x0.clone().requires_grad_()
+        ref_bias = bn.bias.detach().clone().requires_grad_()
+        bn.bias.grad = None
+        y = bn(x)
+        (y * weights).sum().backward()
+        if slice_size and training:  # each slice normalised alone, gamma None
+            ref = torch.cat([F.batch_norm(s, None, None, None, ref_bias, True, 0.0, 1e-3) for s in ref_x.split(4)])
+        else:
+            ref = F.batch_norm(ref_x, mean0.clone(), var0.clone(), None, ref_bias, training, 0.1, 1e-3)
+        (ref * weights).sum().backward()
+        assert torch.equal(y, ref) and torch.equal(x.grad, ref_x.grad) and torch.equal(bn.bias.grad, ref_bias.grad)
+        if training and not slice_size:
+            expected_mean, expected_var = mean0.clone(), var0.clone()
+            F.batch_norm(x0, expected_mean, expected_var, None, None, True, 0.1, 1e-3)
+            assert torch.equal(bn.running_mean, expected_mean) and torch.equal(bn.running_var, expected_var)
