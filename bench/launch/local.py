@@ -21,7 +21,7 @@ from typing import Callable
 
 from commbench.store.safe_io import ensure_folder, open_new
 from commbench.config import RunConfig
-from commbench.run.train import Outcome, server_count
+from commbench.run.train import Outcome, dist_backend, server_count
 from commbench.methods.comm.dist import free_port
 from commbench.run.worker import LAUNCHER_ENV
 from commbench.launch import owner
@@ -65,6 +65,10 @@ def _describe(who: str, code: int, log: Path) -> str:
     return f"{who} exited with code {code}: {_last_line(log) or 'no message'} (log: {log})"
 
 
+class GpusTooFew(RuntimeError):
+    """A local dist run on NCCL with more processes than the host has GPUs."""
+
+
 def launch_local(cfg: RunConfig, log_dir: Path, report: Callable[[int, int, float], None] | None = None,
                  save_weights: bool = False, poll_s: float = 0.1,
                  checkpoint_dir: Path | None = None) -> tuple[Outcome, dict]:
@@ -74,10 +78,17 @@ def launch_local(cfg: RunConfig, log_dir: Path, report: Callable[[int, int, floa
     With ``cfg.net`` (a link rate) every process runs in its own network namespace of an emulated network
     (:mod:`.netns`), built before they start and torn down after they end, and the outcome's metrics get
     ``wire_bytes_measured`` (what it counts: :meth:`.netns.Network.wire_bytes`)."""
+    total = cfg.workers + server_count(cfg)
+    if dist_backend(cfg) == "nccl":
+        import torch
+
+        if total > torch.cuda.device_count():  # NCCL refuses two processes on one GPU ("invalid usage")
+            raise GpusTooFew(f"dist on NCCL takes one GPU per process: {total} processes, "
+                             f"{torch.cuda.device_count()} GPU(s) on this host; run the workers in one process "
+                             f"(--backend sim) or on gloo (--set device=cpu)")
     remove_stale_run_dirs()
     results = log_dir.parent.parent  # ROOT/logs/<run_id>: nothing below ROOT is written through a link
     ensure_folder(log_dir, results)
-    total = cfg.workers + server_count(cfg)
     with contextlib.ExitStack() as stack:
         run = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=RUN_DIR_PREFIX)))
         (run / OWNER_FILE).write_text(json.dumps(owner.me()))

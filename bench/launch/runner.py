@@ -20,7 +20,7 @@ from commbench.store.provenance import collect_env, git_state, now
 from commbench.store.safe_io import write_with
 from commbench.store.records import (EMPTY_METRICS, FINISHED, Status, UnreadableRecord, make_record,
                                      read_or_set_aside, read_record, write_record)
-from commbench.run.train import Outcome, run_rank, server_count, train
+from commbench.run.train import Outcome, dist_backend, run_rank, server_count, train
 
 
 @dataclass
@@ -215,7 +215,7 @@ def _run_outside_rank(attempt: Attempt, progress: Progress) -> Outcome | None:
     from commbench.methods.comm import make_dist_communicator
 
     cfg = attempt.cfg
-    comm = make_dist_communicator(num_servers=server_count(cfg))
+    comm = make_dist_communicator(num_servers=server_count(cfg), backend=dist_backend(cfg))
     try:
         attempt.world = {"world_size": comm.world_size, "dist_backend": comm.backend}
         return run_rank(cfg, comm, report=progress.update, keep_weights=attempt.save_weights,

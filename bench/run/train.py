@@ -94,9 +94,18 @@ class GlobalBatches:
         return self._perm[j * self.batch:(j + 1) * self.batch]
 
 
+def wants_cuda(cfg: RunConfig) -> bool:
+    return cfg.device == "cuda" or (cfg.device == "auto" and torch.cuda.is_available())
+
+
+def dist_backend(cfg: RunConfig) -> str:
+    """The process group's backend: NCCL where the run computes on GPUs, gloo on the CPU (``device=cpu`` on a
+    GPU host too: NCCL moves GPU memory only)."""
+    return "nccl" if wants_cuda(cfg) else "gloo"
+
+
 def pick_device(cfg: RunConfig, comm: Communicator) -> torch.device:
-    want_cuda = cfg.device == "cuda" or (cfg.device == "auto" and torch.cuda.is_available())
-    if not want_cuda:
+    if not wants_cuda(cfg):
         return torch.device("cpu")
     if not torch.cuda.is_available():
         raise RuntimeError("device=cuda but CUDA is not available")

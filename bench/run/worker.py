@@ -41,14 +41,14 @@ def main(run_dir: str) -> int:
     from commbench.run.checkpoint import stop_signals
     from commbench.config import RunConfig
     from commbench.store.records import atomic_write
-    from commbench.run.train import run_rank, server_count
+    from commbench.run.train import dist_backend, run_rank, server_count
 
     cfg = RunConfig.from_dict(spec["config"])
 
     def report(done: int, total: int, loss: float) -> None:
         atomic_write(run / "progress.json", json.dumps({"done": done, "total": total, "loss": loss}))
 
-    comm = make_dist_communicator(num_servers=server_count(cfg))
+    comm = make_dist_communicator(num_servers=server_count(cfg), backend=dist_backend(cfg))
     try:
         with stop_signals():
             outcome = run_rank(cfg, comm, report=report, keep_weights=spec.get("save_weights", False),

@@ -151,3 +151,26 @@ def test_ctrl_c_leaves_a_failed_record_and_no_worker(tmp_path, long_runs):
     rec = record_of(tmp_path)
     assert rec["status"] == "failed" and rec["error"].startswith("interrupted (Ctrl-C) at step ")
     assert not any(alive(p) for p in workers)
+
+
+def test_a_local_dist_run_on_nccl_with_more_processes_than_gpus_is_refused_before_any_process_starts(
+        tmp_path, monkeypatch):
+    """NCCL takes one GPU per process: two workers on a one-GPU host fail inside NCCL ("invalid usage", seen on
+    an H100). The launcher says so first, and starts nothing."""
+    import torch
+
+    from commbench.config import resolve
+    from commbench.launch import local
+    from commbench.run.train import dist_backend
+
+    cfg = resolve({"task": "lenet-mnist", "dataset": "synthetic", "method": "baseline", "workers": 2,
+                   "backend": "dist", "steps": 2})
+    assert dist_backend(cfg) == ("nccl" if torch.cuda.is_available() else "gloo")
+    assert dist_backend(resolve({**cfg.to_dict(), "device": "cpu"})) == "gloo"
+    assert dist_backend(resolve({**cfg.to_dict(), "device": "cuda"})) == "nccl"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(local.subprocess, "Popen", lambda *a, **k: pytest.fail("a process was started"))
+    with pytest.raises(local.GpusTooFew, match=r"one GPU per process: 2 processes, 1 GPU\(s\)"):
+        local.launch_local(cfg, tmp_path / "results" / "logs" / cfg.run_id)
+    assert not (tmp_path / "results").exists()
