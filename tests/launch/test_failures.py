@@ -157,6 +157,8 @@ def test_a_local_dist_run_on_nccl_with_more_processes_than_gpus_is_refused_befor
         tmp_path, monkeypatch):
     """NCCL takes one GPU per process: two workers on a one-GPU host fail inside NCCL ("invalid usage", seen on
     an H100). The launcher says so first, and starts nothing."""
+    import dataclasses
+
     import torch
 
     from commbench.config import resolve
@@ -166,8 +168,8 @@ def test_a_local_dist_run_on_nccl_with_more_processes_than_gpus_is_refused_befor
     cfg = resolve({"task": "lenet-mnist", "dataset": "synthetic", "method": "baseline", "workers": 2,
                    "backend": "dist", "steps": 2})
     assert dist_backend(cfg) == ("nccl" if torch.cuda.is_available() else "gloo")
-    assert dist_backend(resolve({**cfg.to_dict(), "device": "cpu"})) == "gloo"
-    assert dist_backend(resolve({**cfg.to_dict(), "device": "cuda"})) == "nccl"
+    assert dist_backend(dataclasses.replace(cfg, device="cpu")) == "gloo"
+    assert dist_backend(dataclasses.replace(cfg, device="cuda")) == "nccl"
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
     monkeypatch.setattr(local.subprocess, "Popen", lambda *a, **k: pytest.fail("a process was started"))
