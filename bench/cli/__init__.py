@@ -394,8 +394,9 @@ def _to_do_line(out: Path, cfg: RunConfig, running: dict, left: list[dict]) -> t
     state = Shown.RUNNING if cfg.run_id in running else Shown.TO_DO
     by = f"  ({running[cfg.run_id]})" if cfg.run_id in running else ""
     live = _live(out, cfg.run_id) if cfg.run_id in running else None
-    left.append(_unfinished(cfg.to_dict(), live, None))
-    steps = _pace(live, left[-1]) if live else f"-/{cfg.steps}"
+    progress = None if live else _checkpoint_step(out, cfg.run_id)  # a checkpoint carried from elsewhere
+    left.append(_unfinished(cfg.to_dict(), live, progress))
+    steps = _pace(live, left[-1]) if live else f"{progress}/{cfg.steps} (checkpoint)" if progress else f"-/{cfg.steps}"
     return state, f"{state:9s} {cfg.run_id}  {cfg.task} {cfg.method} w={cfg.workers} {cfg.backend} steps={steps}{by}"
 
 

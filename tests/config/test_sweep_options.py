@@ -88,3 +88,22 @@ def test_a_tied_axis_moves_its_settings_together(tmp_path):
     grid.write_text("base: {task: lenet-mnist, method: baseline}\naxes:\n  'workers, steps': [[2, 10], [4]]\n")
     with pytest.raises(ConfigError, match="ties 2 settings: each value must be a list of 2"):
         load_grid(grid)
+
+
+def test_status_shows_a_checkpoint_carried_in_with_no_record(tmp_path):
+    """A fresh checkout of a campaign has the committed checkpoints of its unfinished runs, not their records: a
+    run to do with a checkpoint says how far it got, and the estimate counts only the steps left."""
+    import json
+
+    from commbench.config.grid import expand, load_grid
+
+    run = expand(load_grid(GRID))[0]
+    folder = tmp_path / "checkpoints" / run.run_id
+    (folder / "step-000000040").mkdir(parents=True)
+    (folder / "step-000000040" / "sim.pt").write_bytes(b"")
+    (folder / "latest.json").write_text(json.dumps({"step": 40, "folder": "step-000000040", "files": ["sim.pt"]}))
+    proc = commbench("status", "--out", str(tmp_path), "--grid", GRID)
+    assert proc.returncode == 0, proc.stderr
+    first = proc.stdout.splitlines()[0]
+    assert first.startswith(f"to do     {run.run_id}") and f"steps=40/{run.steps} (checkpoint)" in first
+    assert all("(checkpoint)" not in line for line in proc.stdout.splitlines()[1:])
