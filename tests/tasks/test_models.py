@@ -452,7 +452,6 @@ def test_a_batchnorm_without_gamma_computes_bit_for_bit_what_torch_computes_with
     the very arithmetic of torch's BatchNorm with no gamma: outputs, both gradients and the running statistics."""
     import torch.nn.functional as F
 
-    from commbench.tasks.models._tf import BatchNormNoScale
     from commbench.tasks.models.sliced_bn import slice_batch_norm
 
     torch.manual_seed(0)
