@@ -58,7 +58,7 @@ report: $(STAMP)
 # machine, so two lanes keep both cores busy. The grids' images/s are not speeds (campaign-net measures those).
 # the third pass (issue 39) first, in its order of importance: SSD-SGD Table 2 and GRACE's ResNet-20 at half their
 # schedules, then the paper-rule diagnostic; the earlier grids after them
-CAMPAIGN = ssdsgd-table2-half grace-resnet20 ssdsgd-table2-paper-rule precision-equivalence terngrad-fig3 terngrad-fig3-seed2 terngrad-fig3-wide terngrad-table1 ssdsgd-table2 ssdsgd-fig4-fig5 threshold-tables terngrad-table2 model-sizes
+CAMPAIGN = ssdsgd-table2-half grace-resnet20 ssdsgd-table2-paper-rule precision-equivalence terngrad-fig3 terngrad-fig3-seed2 terngrad-fig3-wide terngrad-table1 ssdsgd-table2 ssdsgd-fig4-fig5 threshold-shares threshold-tables terngrad-table2 model-sizes
 CAMPAIGN_LANES ?= 2
 campaign: $(STAMP) $(FASHION)
 	for lane in $$(seq $(CAMPAIGN_LANES)); do \

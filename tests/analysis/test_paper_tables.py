@@ -737,6 +737,32 @@ def test_a_declared_speed_up_reads_every_declared_link_and_nothing_else(tmp_path
     assert cell.values == [] and "one measurement fills only rows of its own model and batch" in cell.why_missing
 
 
+def test_a_speed_up_pairs_only_runs_timed_on_one_cpu(tmp_path):
+    """A baseline timed on another machine is no baseline for a speed-up: the method's step on one CPU against the
+    baseline's on another measures the machines. Such a row says so; on one CPU the launches pair."""
+    refs = write_refs(tmp_path / "paper", "terngrad", [
+        {"source": "Figure 5", "row": "3.04x", "task": "alexnet-imagenet", "method": "terngrad", "workers": "8",
+         "variant": "performance-model", "metric": "speedup", "value": "3.04", "unit": "x"}])
+    declared = Declaration("terngrad", "Figure 5", "alexnet-imagenet", ("100mbit",), 4, "why", "g")
+    results = tmp_path / "results"
+
+    def launch(run_id, method, ips, cpu):
+        record = write_record(results, run_id, task="alexnet-imagenet", method=method, workers=4, seed=1, steps=4,
+                              images_per_s=ips, dataset="synthetic", config={"net": "100mbit"},
+                              params={**TERNGRAD["terngrad"], "topology": "allgather"} if method == "terngrad"
+                              else {"topology": "allreduce"})
+        record["env"] = {"cpu_model": cpu} if cpu else {}
+        (results / "runs" / f"{run_id}.json").write_text(json.dumps(record))
+
+    launch("base-old", "baseline", 1.0, None)
+    launch("tern-new", "terngrad", 3.0, "AMD EPYC")
+    [cell] = build("terngrad", results, refs, declarations=[declared])
+    assert cell.values == [] and "timed on another CPU (unknown CPU, the method on AMD EPYC)" in cell.why_missing
+    launch("base-old", "baseline", 1.5, "AMD EPYC")
+    [cell] = build("terngrad", results, refs, declarations=[declared])
+    assert cell.values == pytest.approx([2.0])
+
+
 def test_a_threshold_row_on_a_stand_in_is_compared_at_the_papers_share_of_bytes(tmp_path):
     """NiN's T lets 20% of its bytes through; LeNet sends 40% at T=1e-3 and 10% at T=4e-3: the row's accuracy
     and gap are interpolated where LeNet sends 20% (log share linear in log T: half-way, T=2e-3), seed by seed."""
@@ -768,6 +794,30 @@ def test_a_threshold_row_on_a_stand_in_is_compared_at_the_papers_share_of_bytes(
     assert beyond.values == [] and beyond.untestable.startswith("no two thresholds run here bracket the paper's "
                                                                 "share of bytes (0.5% at T=0.009)")
     assert rows([beyond])[0]["verdict"] == "untestable here"
+
+
+def test_equal_share_reads_the_longest_runs_not_the_family_with_more_thresholds(tmp_path):
+    """A short family of three thresholds and a long one of two both bracket the paper's 20%: the row reads the
+    long one alone (a gap needs half the schedule), never a mix of the two."""
+    refs = write_refs(tmp_path / "paper", "threshold", [
+        {"source": "Section 3.1", "row": "baseline GB", "task": "nin-imagenet", "method": "baseline", "workers": "8",
+         "iterations": "220000", "metric": "gb_transferred", "value": "1000", "unit": "GB"},
+        {"source": "Table 1", "row": "T=0.005", "task": "nin-imagenet", "method": "wgt", "workers": "8",
+         "threshold": "0.005", "metric": "gb_transferred", "value": "200", "unit": "GB"},
+        {"source": "Table 1", "row": "T=0.005", "task": "nin-imagenet", "method": "wgt", "workers": "8",
+         "threshold": "0.005", "metric": "top1", "value": "50"}],
+        analogues="- {paper: threshold, task: nin-imagenet, use: {task: lenet-mnist}}\n")
+    results = tmp_path / "results"
+    for steps, points in ((1000, ((0.001, 0.4, 0.90), (0.002, 0.2, 0.90), (0.004, 0.1, 0.90))),
+                          (5000, ((0.001, 0.4, 0.97), (0.004, 0.1, 0.95)))):
+        write_record(results, f"base-{steps}", workers=8, top1=0.98, steps=steps)
+        for t, share, top1 in points:
+            write_record(results, f"wgt{t}-{steps}", method="wgt", workers=8, top1=top1, steps=steps,
+                         params={"threshold": t}, paper_bytes=share * 4000, bytes_sent=1000)
+    _, _, accuracy = build("threshold", results, refs)
+    assert {r["config"]["steps"] for r in accuracy.records} == {5000}
+    assert accuracy.values == pytest.approx([96.0]) and accuracy.gap_values == pytest.approx([-2.0])
+    assert any("between T=0.001 (40%) and T=0.004 (10%)" in m for m in accuracy.markers)
 
 
 def test_a_paper_that_reports_the_best_accuracy_is_compared_with_ours(tmp_path):

@@ -29,6 +29,7 @@ from typing import Callable
 from commbench.config import NOT_COMPARED
 from commbench.analysis.papers.conditions import condition_markers
 from commbench.analysis.papers.reference import PEER_RECIPES, Analogue, Reference
+from commbench.analysis.table import UNKNOWN_CPU
 from commbench.store.records import Status
 
 OPTIMIZERS = {"momentum": "momentum", "vanilla-sgd": "sgd", "sgd": "sgd", "vanilla": "sgd", "adam": "adam"}
@@ -383,10 +384,30 @@ def _exchange(record: dict) -> tuple:
     return "collective", None
 
 
-def _pair_key(record: dict, exchange: bool) -> tuple:
+def cpu_of(record: dict) -> str:
+    """The CPU a run was timed on (``env.cpu_model``; records from before it was recorded share one unknown)."""
+    return (record.get("env") or {}).get("cpu_model") or UNKNOWN_CPU
+
+
+def _pair_key(record: dict, exchange: bool, cpu: bool = True) -> tuple:
+    """``exchange``: a speed-up's pairing, which also needs the same exchange and, where ``cpu``, the same CPU (a
+    step's compute on one CPU against a baseline's on another measures the machines, not the method)."""
     cfg = record["config"]
     key = tuple(str(cfg.get(k)) for k in PAIR_KEYS) + (str((cfg.get("optimizer") or {}).get("name")),)
-    return key + _exchange(record) if exchange else key
+    if not exchange:
+        return key
+    return key + _exchange(record) + ((cpu_of(record),) if cpu else ())
+
+
+def _other_cpu(runs: list[dict], baselines: list[dict]) -> str | None:
+    """Why runs found no baseline to time against, where one ran in their setting but on another CPU."""
+    by_key = {_pair_key(b, True, cpu=False): b for b in baselines if overlapped_or_ps(b)}
+    for r in runs:
+        b = by_key.get(_pair_key(r, True, cpu=False))
+        if b is not None and cpu_of(b) != cpu_of(r):
+            return (f"the baseline of the same setting was timed on another CPU ({cpu_of(b)}, the method on "
+                    f"{cpu_of(r)}): speeds compare only on one CPU; re-run both on one machine")
+    return None
 
 
 # a speed-up is only fair against a baseline on the same exchange (a PS method against synchronous SGD on the
@@ -608,14 +629,16 @@ def reproduce(ref: Reference, records: list[dict], analogues: list[Analogue],
         cell.declared = declared
         pairs, others = _declared_links(cell, _paired(runs, baselines, PAIRED[metric], True, partner_of), declared)
         if runs and not pairs and cell.why_missing is None:
-            cell.why_missing = "no baseline run of the same setting to compare with on the declared links"
+            cell.why_missing = _other_cpu(runs, baselines) or \
+                "no baseline run of the same setting to compare with on the declared links"
     elif metric in PAIRED:
         pairs, others = nearest(_paired(runs, baselines, PAIRED[metric], metric in EXCHANGE_BOUND, partner_of),
                                 ref, want)
         if runs and not pairs:
-            cell.why_missing = "no baseline run of the same setting to compare with" + (
-                " (a speed-up counts only against a baseline that overlaps its exchange with backward, as DDP, or "
-                "synchronous SGD on the same parameter servers)" if metric in EXCHANGE_BOUND else "")
+            cell.why_missing = (metric in EXCHANGE_BOUND and _other_cpu(runs, baselines)) or (
+                "no baseline run of the same setting to compare with" + (
+                    " (a speed-up counts only against a baseline that overlaps its exchange with backward, as DDP, "
+                    "or synchronous SGD on the same parameter servers)" if metric in EXCHANGE_BOUND else ""))
     elif metric in BATCH_LOSS:
         pairs, others = nearest(_batch_partners(runs, records, BATCH_LOSS[metric], partner_of), ref, want)
         if runs and not pairs:
@@ -835,6 +858,11 @@ def _paper_share(ref: Reference, references: list[Reference]) -> float | None:
     return sent[0].value / base.value if len(sent) == 1 and base is not None and base.value else None
 
 
+def _samples_seen(record: dict) -> int:
+    config = record["config"]
+    return (config.get("steps") or 0) * (config.get("global_batch") or 0)
+
+
 def at_equal_share(cell: Cell, ref: Reference, runs: list[dict], baselines: list[dict],
                    references: list[Reference], analogue: Analogue | None) -> Cell:
     """The row's accuracy (or loss) where our runs send the paper's share of the bytes: interpolated on log T
@@ -852,7 +880,10 @@ def at_equal_share(cell: Cell, ref: Reference, runs: list[dict], baselines: list
     if not families:
         cell.why_missing = NO_MATCH if not runs else "no baseline run of the same setting to compare with"
         return cell
-    family = max(families.values(), key=lambda g: (len({_params(r)["threshold"] for _, _, r in g}), len(g)))
+    # one family of runs, never a mix of settings: the longest runs (a gap needs half the schedule), then the
+    # one with the most thresholds (the most shares to bracket with), then the most records
+    family = max(families.values(), key=lambda g: (max(_samples_seen(r) for _, _, r in g),
+                                                   len({_params(r)["threshold"] for _, _, r in g}), len(g)))
     by_t: dict[float, list] = defaultdict(list)
     for gain, f, r in family:
         by_t[float(_params(r)["threshold"])].append((gain, f, r))
