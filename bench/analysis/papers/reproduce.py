@@ -628,8 +628,8 @@ def reproduce(ref: Reference, records: list[dict], analogues: list[Analogue],
     elif metric in PAIRED and metric in EXCHANGE_BOUND and (declared := declaration_for(ref, declarations)):
         cell.declared = declared
         pairs, others = _declared_links(cell, _paired(runs, baselines, PAIRED[metric], True, partner_of), declared)
-        if runs and not pairs and cell.why_missing is None:
-            cell.why_missing = _other_cpu(runs, baselines) or \
+        if runs and not pairs:
+            cell.why_missing = _other_cpu(runs, baselines) or cell.why_missing or \
                 "no baseline run of the same setting to compare with on the declared links"
     elif metric in PAIRED:
         pairs, others = nearest(_paired(runs, baselines, PAIRED[metric], metric in EXCHANGE_BOUND, partner_of),
