@@ -763,21 +763,27 @@ def test_a_speed_up_pairs_only_runs_timed_on_one_cpu(tmp_path):
     assert cell.values == pytest.approx([2.0])
 
 
+# NiN's baseline sends 1,000 GB and WGT at T=0.005 200 of them (20%), at top-1 50%; LeNet stands in for NiN
+NIN_SHARE_ROWS = [
+    {"source": "Section 3.1", "row": "baseline GB", "task": "nin-imagenet", "method": "baseline", "workers": "8",
+     "iterations": "220000", "metric": "gb_transferred", "value": "1000", "unit": "GB"},
+    {"source": "Table 1", "row": "T=0.005", "task": "nin-imagenet", "method": "wgt", "workers": "8",
+     "threshold": "0.005", "metric": "gb_transferred", "value": "200", "unit": "GB"},
+    {"source": "Table 1", "row": "T=0.005", "task": "nin-imagenet", "method": "wgt", "workers": "8",
+     "threshold": "0.005", "metric": "top1", "value": "50"}]
+NIN_ON_LENET = "- {paper: threshold, task: nin-imagenet, use: {task: lenet-mnist}}\n"
+
+
 def test_a_threshold_row_on_a_stand_in_is_compared_at_the_papers_share_of_bytes(tmp_path):
     """NiN's T lets 20% of its bytes through; LeNet sends 40% at T=1e-3 and 10% at T=4e-3: the row's accuracy
     and gap are interpolated where LeNet sends 20% (log share linear in log T: half-way, T=2e-3), seed by seed."""
     refs = write_refs(tmp_path / "paper", "threshold", [
-        {"source": "Section 3.1", "row": "baseline GB", "task": "nin-imagenet", "method": "baseline", "workers": "8",
-         "iterations": "220000", "metric": "gb_transferred", "value": "1000", "unit": "GB"},
-        {"source": "Table 1", "row": "T=0.005", "task": "nin-imagenet", "method": "wgt", "workers": "8",
-         "threshold": "0.005", "metric": "gb_transferred", "value": "200", "unit": "GB"},
-        {"source": "Table 1", "row": "T=0.005", "task": "nin-imagenet", "method": "wgt", "workers": "8",
-         "threshold": "0.005", "metric": "top1", "value": "50"},
+        *NIN_SHARE_ROWS,
         {"source": "Table 1", "row": "T=0.009", "task": "nin-imagenet", "method": "wgt", "workers": "8",
          "threshold": "0.009", "metric": "gb_transferred", "value": "5", "unit": "GB"},
         {"source": "Table 1", "row": "T=0.009", "task": "nin-imagenet", "method": "wgt", "workers": "8",
          "threshold": "0.009", "metric": "top1", "value": "40"}],
-        analogues="- {paper: threshold, task: nin-imagenet, use: {task: lenet-mnist}}\n")
+        analogues=NIN_ON_LENET)
     results = tmp_path / "results"
     for seed in (1, 2):
         write_record(results, f"base{seed}", workers=8, seed=seed, top1=0.98)
@@ -799,14 +805,7 @@ def test_a_threshold_row_on_a_stand_in_is_compared_at_the_papers_share_of_bytes(
 def test_equal_share_reads_the_longest_runs_not_the_family_with_more_thresholds(tmp_path):
     """A short family of three thresholds and a long one of two both bracket the paper's 20%: the row reads the
     long one alone (a gap needs half the schedule), never a mix of the two."""
-    refs = write_refs(tmp_path / "paper", "threshold", [
-        {"source": "Section 3.1", "row": "baseline GB", "task": "nin-imagenet", "method": "baseline", "workers": "8",
-         "iterations": "220000", "metric": "gb_transferred", "value": "1000", "unit": "GB"},
-        {"source": "Table 1", "row": "T=0.005", "task": "nin-imagenet", "method": "wgt", "workers": "8",
-         "threshold": "0.005", "metric": "gb_transferred", "value": "200", "unit": "GB"},
-        {"source": "Table 1", "row": "T=0.005", "task": "nin-imagenet", "method": "wgt", "workers": "8",
-         "threshold": "0.005", "metric": "top1", "value": "50"}],
-        analogues="- {paper: threshold, task: nin-imagenet, use: {task: lenet-mnist}}\n")
+    refs = write_refs(tmp_path / "paper", "threshold", NIN_SHARE_ROWS, analogues=NIN_ON_LENET)
     results = tmp_path / "results"
     for steps, points in ((1000, ((0.001, 0.4, 0.90), (0.002, 0.2, 0.90), (0.004, 0.1, 0.90))),
                           (5000, ((0.001, 0.4, 0.97), (0.004, 0.1, 0.95)))):
