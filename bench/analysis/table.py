@@ -27,6 +27,13 @@ TARGET_BELOW_BASELINE = 0.005
 # what a run's baseline shares with it: its setting less the method's own choices
 METHOD_FIELDS = ("method", "method_params", "method_version", "exchange", "bucket_mb")
 UNKNOWN_CPU = "unknown CPU"
+
+
+def cpu_of(record: dict) -> str:
+    """The CPU a run was timed on (``env.cpu_model``; records from before it was recorded share one unknown)."""
+    return (record.get("env") or {}).get("cpu_model") or UNKNOWN_CPU
+
+
 SHOWN = ("task", "dataset", "method", "workers", "backend", "tier", "steps")  # fields the table shows anyway
 
 
@@ -61,7 +68,7 @@ def records_frame(root: Path) -> pd.DataFrame:
                          if isinstance(h, dict) and isinstance(h.get("top1"), (int, float))),
             "eval_target": cfg.get("eval_target"),
             # the CPU its times were measured on: times compare only on one (older records did not say)
-            "cpu": (r.get("env") or {}).get("cpu_model") or UNKNOWN_CPU,
+            "cpu": cpu_of(r),
             "setting": _key(setting),
             "setting_flat": flat_items(setting),
             "baseline_setting": _key({k: v for k, v in setting.items() if k not in METHOD_FIELDS}),

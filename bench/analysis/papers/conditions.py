@@ -152,6 +152,11 @@ def _stand_in_recipe(config: dict) -> RunConfig | None:
         return None
 
 
+def samples_seen(config: dict) -> int:
+    """The samples a run trains on: its steps times its total batch."""
+    return (config.get("steps") or 0) * (config.get("global_batch") or 0)
+
+
 def coverage(record: dict, ref: Reference) -> Coverage | None:
     """The run's coverage of the schedule a gap is judged against: the paper's for its own model (its stated
     iterations at its batch, else its recipe's), the stand-in task's own recipe for a stand-in (LeNet's 10,000
@@ -170,7 +175,7 @@ def coverage(record: dict, ref: Reference) -> Coverage | None:
     else:
         steps, batch = recipe.steps, recipe.global_batch
         what = f"{config.get('task')}'s own recipe ({steps:,} iterations of {batch:,} samples)"
-    seen = (config.get("steps") or 0) * (config.get("global_batch") or 0)
+    seen = samples_seen(config)
     run_shape = schedule_shape(config.get("lr_schedule") or {}, config.get("steps") or 1)
     shapes = [schedule_shape(recipe.lr_schedule, recipe.steps)]
     if paper is not None and not own:  # a stand-in may run under the paper model's schedule instead of its own

@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from commbench.config import NOT_COMPARED
-from commbench.analysis.papers.conditions import condition_markers
+from commbench.analysis.papers.conditions import condition_markers, samples_seen
 from commbench.analysis.papers.reference import PEER_RECIPES, Analogue, Reference
-from commbench.analysis.table import UNKNOWN_CPU
+from commbench.analysis.table import cpu_of
 from commbench.store.records import Status
 
 OPTIMIZERS = {"momentum": "momentum", "vanilla-sgd": "sgd", "sgd": "sgd", "vanilla": "sgd", "adam": "adam"}
@@ -382,11 +382,6 @@ def _exchange(record: dict) -> tuple:
     if params.get("topology") == "ps":
         return "ps", params.get("servers")
     return "collective", None
-
-
-def cpu_of(record: dict) -> str:
-    """The CPU a run was timed on (``env.cpu_model``; records from before it was recorded share one unknown)."""
-    return (record.get("env") or {}).get("cpu_model") or UNKNOWN_CPU
 
 
 def _pair_key(record: dict, exchange: bool, cpu: bool = True) -> tuple:
@@ -858,11 +853,6 @@ def _paper_share(ref: Reference, references: list[Reference]) -> float | None:
     return sent[0].value / base.value if len(sent) == 1 and base is not None and base.value else None
 
 
-def _samples_seen(record: dict) -> int:
-    config = record["config"]
-    return (config.get("steps") or 0) * (config.get("global_batch") or 0)
-
-
 def at_equal_share(cell: Cell, ref: Reference, runs: list[dict], baselines: list[dict],
                    references: list[Reference], analogue: Analogue | None) -> Cell:
     """The row's accuracy (or loss) where our runs send the paper's share of the bytes: interpolated on log T
@@ -882,7 +872,7 @@ def at_equal_share(cell: Cell, ref: Reference, runs: list[dict], baselines: list
         return cell
     # one family of runs, never a mix of settings: the longest runs (a gap needs half the schedule), then the
     # one with the most thresholds (the most shares to bracket with), then the most records
-    family = max(families.values(), key=lambda g: (max(_samples_seen(r) for _, _, r in g),
+    family = max(families.values(), key=lambda g: (max(samples_seen(r["config"]) for _, _, r in g),
                                                    len({_params(r)["threshold"] for _, _, r in g}), len(g)))
     by_t: dict[float, list] = defaultdict(list)
     for gain, f, r in family:

@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from commbench.analysis.table import UNKNOWN_CPU, chosen_params
+from commbench.analysis.table import UNKNOWN_CPU, chosen_params, cpu_of
 from commbench.analysis.tta import STRONG_BASELINES
 from commbench.config import ConfigError
 from commbench.config.parsers import net_rate_bits
@@ -110,10 +110,6 @@ def _grid_runs(results: Path, task: str, workers: int, net: str):
         if (r.get("status") == Status.DONE and cfg.get("task") == task and cfg.get("workers") == workers
                 and cfg.get("net") == net and (r.get("metrics") or {}).get("train_s")):
             yield r
-
-
-def cpu_of(record: dict) -> str:
-    return (record.get("env") or {}).get("cpu_model") or UNKNOWN_CPU
 
 
 def timing_cpu(results: Path, task: str, workers: int, nets: list[str], cpu: str | None = None) -> str:
