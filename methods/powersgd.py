@@ -252,4 +252,4 @@ class PowerSGD(Method):
             s.iter, s.error, s.p_memory, s.q_memory = saved["iter"], dict(saved["error"]), dict(saved["p"]), \
                 dict(saved["q"])
             name, keys, pos, has_gauss, cached = saved["rng"]
-            s.rng.set_state((name, keys.numpy().astype(np.uint32), pos, has_gauss, cached))
+            s.rng.set_state((name, keys.cpu().numpy().astype(np.uint32), pos, has_gauss, cached))

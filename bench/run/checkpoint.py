@@ -39,6 +39,19 @@ FOLDER_NAME = re.compile(r"^step-[0-9]{9}$")
 FILE_NAME = re.compile(r"^(sim|rank[0-9]{1,6})\.pt$")
 
 
+def on_device(state, device: torch.device):
+    """A checkpoint's state with its tensors moved to ``device``, nested dicts, lists and tuples kept. Checkpoints
+    load onto the CPU (a run saved on a GPU resumes anywhere), and a method's state (SSD-SGD's pre_weight,
+    PowerSGD's memories) must sit beside the weights it updates, or its first step mixes devices."""
+    if isinstance(state, torch.Tensor):
+        return state.to(device)
+    if isinstance(state, dict):
+        return {key: on_device(value, device) for key, value in state.items()}
+    if type(state) in (list, tuple):
+        return type(state)(on_device(value, device) for value in state)
+    return state
+
+
 class CheckpointNotWritten(OSError):
     """A checkpoint that could not be written (a full disk, a refused path); ``str(err)`` says which, and why."""
 

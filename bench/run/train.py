@@ -25,7 +25,7 @@ from commbench.methods.buckets import MIB, BucketTracker, bucket_layout
 from commbench.methods.comm import Communicator
 from commbench.tasks import TASKS
 
-from commbench.run.checkpoint import Checkpoints, capture_rng, restore_rng
+from commbench.run.checkpoint import Checkpoints, capture_rng, on_device, restore_rng
 from commbench.config import RunConfig
 from commbench.run.optim import EMA, lr_at, make_optimizer
 from commbench.run.precision import compute_context, for_methods, strict_fp32, uses_channels_last
@@ -341,7 +341,7 @@ class Trainer:
         for model, worker, state in zip(self.models, self.workers, saved["workers"]):
             model.load_state_dict(state["model"])
             worker.optimizer.load_state_dict(state["optimizer"])
-        self.method.load_state_dict(saved["method"])
+        self.method.load_state_dict(on_device(saved["method"], self.device))
         if self.ema:
             self.ema.load_state_dict(saved["ema"])
         self.comm.ledger.load_state_dict(saved["ledger"])
@@ -573,7 +573,8 @@ def serve(cfg: RunConfig, comm: Communicator, checkpoints: Checkpoints | None = 
     data = task.load_data(cfg.dataset, Path(cfg.data_root or "data"), cfg.model_variant)
     torch.manual_seed(cfg.seed)  # the workers' initial weights: the same seed, the same construction
     template = task.make_model(cfg.model_variant, data.num_classes, data.input_shape[0], cfg.model_options)
-    template = template.to(pick_device(cfg, comm))
+    template_device = pick_device(cfg, comm)
+    template = template.to(template_device)
     method_cls = METHODS[cfg.method]
     params = method_cls.Params(**cfg.method_params)
     holder = Worker(-1, dict(template.named_parameters()), make_optimizer(cfg.optimizer, template.parameters()))
@@ -583,7 +584,7 @@ def serve(cfg: RunConfig, comm: Communicator, checkpoints: Checkpoints | None = 
     start = 0
     saved = checkpoints.load() if checkpoints else None
     if saved is not None:
-        role.load_state_dict(saved["role"])
+        role.load_state_dict(on_device(saved["role"], template_device))
         comm.ledger.load_state_dict(saved["ledger"])
         start = saved["step"]
     evals, stride = eval_steps(cfg), log_stride(cfg)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from commbench.run.checkpoint import Checkpoints, stop_signals
+from commbench.run.checkpoint import Checkpoints, on_device, stop_signals
 from commbench.config import resolve
 from commbench.run.train import train
 from commbench.methods.comm import SimCommunicator
@@ -34,6 +34,7 @@ CASES = {
     "ssdsgd-allreduce-dcasgd": ("ssdsgd", {"method.k": 4, "method.warmup": 3, "method.topology": "allreduce",
                                            "method.local_rule": "dcasgd", "optimizer.name": "momentum",
                                            "optimizer.momentum": 0.9}),
+    "powersgd-memories": ("powersgd", {}),
 }
 
 
@@ -79,6 +80,28 @@ def test_a_run_stopped_by_a_signal_and_resumed_equals_an_uninterrupted_run(case,
     assert resumed.weights.keys() == whole.weights.keys()
     for name, w in whole.weights.items():
         assert torch.equal(resumed.weights[name], w), name
+
+
+def test_a_checkpoints_method_state_moves_to_the_runs_device_and_plain_values_stay():
+    """Checkpoints load onto the CPU; a run on a GPU gets its method state there (the meta device stands in)."""
+    saved = {"local": {0: {"updates": 3, "previous": {"w": torch.ones(2)}}},
+             "rng": ("MT19937", torch.arange(3), 7, 0, 0.5), "memories": [torch.zeros(1), None], "name": "x"}
+    moved = on_device(saved, torch.device("meta"))
+    assert moved["local"][0]["previous"]["w"].is_meta and moved["rng"][1].is_meta and moved["memories"][0].is_meta
+    assert moved["local"][0]["updates"] == 3 and moved["memories"][1] is None and moved["name"] == "x"
+    assert moved["rng"][0] == "MT19937" and moved["rng"][2:] == (7, 0, 0.5) and type(moved["rng"]) is tuple
+    assert saved["local"][0]["previous"]["w"].device.type == "cpu"  # the loaded state itself is not changed
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (the GPU check runs it)")
+@pytest.mark.parametrize("case", ["ssdsgd-ps", "ssdsgd-allreduce-dcasgd", "powersgd-memories", "wgt-residuals"])
+def test_a_run_checkpointed_on_the_cpu_resumes_on_a_gpu(case, tmp_path):
+    method, extra = CASES[case]
+    checkpoints = Checkpoints(tmp_path / "ckpt", every=0, poll=1)
+    first = run(config(method, extra, device="cpu"), checkpoints, stop_after=5)
+    assert first.status == "interrupted"
+    resumed = run(config(method, extra, device="cuda"), checkpoints)
+    assert resumed.status == "done" and resumed.resumed_at == [5], resumed.error
 
 
 def test_the_control_stops_differ_without_restoring_state(tmp_path):
