@@ -330,7 +330,9 @@ class Trainer:
 
     def set_rng(self, state) -> None:
         torch.set_rng_state(state[0])
-        if state[1] is not None:  # dropout on CUDA draws from the device's generator
+        # dropout on CUDA draws from the device's generator; a checkpoint saved on another kind of device has
+        # none of this one's (a GPU run resumed on the CPU, or the other way round)
+        if state[1] is not None and self.device.type == "cuda":
             torch.cuda.set_rng_state(state[1], self.device)
 
     def resume(self) -> None:
