@@ -142,7 +142,7 @@ def launch_local(cfg: RunConfig, log_dir: Path, report: Callable[[int, int, floa
 
             weights = torch.load(run / "weights.pt", weights_only=True)
     outcome = Outcome(result["status"], result["metrics"], result["history"], result["data"], weights,
-                      result.get("stopped_by"), result.get("resumed_at", []))
+                      result.get("stopped_by"), result.get("resumed_at", []), result.get("devices", []))
     return outcome, {"world_size": result["world_size"], "dist_backend": result["dist_backend"]}
 
 

@@ -244,6 +244,7 @@ def _store(cfg: RunConfig, out: Path, status: str, error: str | None, outcome: O
         env["net"] = cfg.net  # every process in its own network namespace, each link limited to this rate
     if outcome is not None and outcome.resumed_at:
         env["resumed_at_steps"] = outcome.resumed_at
+        env["devices_by_stretch"] = outcome.devices
     metrics = {**EMPTY_METRICS, **(outcome.metrics if outcome else {}), "wall_s": wall_s}
     kept = error is None or status == Status.INTERRUPTED  # an error otherwise makes the run a failed one
     record = make_record(cfg.run_id, status if kept else Status.FAILED, error, cfg.to_dict(), env,

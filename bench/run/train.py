@@ -47,6 +47,7 @@ class Outcome:
     weights: dict | None = field(default=None, repr=False)
     stopped_by: str | None = None  # interrupted: the signal
     resumed_at: list[int] = field(default_factory=list)  # steps this run was resumed from
+    devices: list[str | None] = field(default_factory=list)  # what each stretch trained on (Loop.devices)
 
 
 @dataclass
@@ -66,8 +67,16 @@ class Loop:
     loss_sum: float = 0.0  # since the last log point, this process's workers
     loss_count: int = 0
     resumed_at: list[int] = field(default_factory=list)
+    # the device of each stretch of training, the first and then one per resume ("cpu", "cuda (<GPU name>)"): a
+    # run resumed on other hardware says so, and its seconds (on two machines) give no images/s. None where a
+    # checkpoint older than this field did not say.
+    devices: list[str | None] = field(default_factory=list)
     times: dict = field(default_factory=dict)         # seconds in forward+backward, summed over steps
     method_times: dict = field(default_factory=dict)  # the method's phases (encode, wait, ...) at the checkpoint
+
+
+def describe_device(device: torch.device) -> str:
+    return f"cuda ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else device.type
 
 
 def derive_seed(*parts: int) -> int:
@@ -318,6 +327,8 @@ class Trainer:
         self.evals, self.stride = eval_steps(cfg), log_stride(cfg)
         self.loop = Loop()
         self.resume()
+        self.loop.devices += [None] * (len(self.loop.resumed_at) - len(self.loop.devices))
+        self.loop.devices.append(describe_device(self.device))
         self.streams = {r: self.data.train_stream(self.worker_batches(r), cfg.seed) for r in comm.local_ranks}
         self.loss_sum = torch.tensor(self.loop.loss_sum, dtype=torch.float64, device=device)
         self.exchange = Exchange(cfg, self.method, self.workers)
@@ -487,7 +498,8 @@ class Trainer:
         metrics = {
             "top1": loop.top1 if status == Status.DONE else None, "top5": loop.top5 if status == Status.DONE else None,
             "final_train_loss": loop.mean_loss, "steps": done, "samples_seen": done * cfg.global_batch,
-            "train_s": train_s, "images_per_s": done * cfg.global_batch / train_s if train_s > 0 else None,
+            "train_s": train_s, "images_per_s": (done * cfg.global_batch / train_s
+                                                 if train_s > 0 and len(set(loop.devices)) == 1 else None),
             "bytes_sent": int(totals[0].item()), "bytes_received": int(totals[1].item()),
             **({"server_bytes_sent": int(totals[2].item()), "server_bytes_received": int(totals[3].item())}
                if comm.num_servers else {}),
@@ -510,7 +522,8 @@ class Trainer:
         provenance = {"dataset": cfg.dataset, "synthetic": cfg.dataset == "synthetic",
                       "substitute_for": self.task.paper_dataset if cfg.dataset != self.task.paper_dataset else None,
                       **self.data.provenance}
-        return Outcome(status, metrics, loop.history, provenance, weights, stopped_by, loop.resumed_at)
+        return Outcome(status, metrics, loop.history, provenance, weights, stopped_by, loop.resumed_at,
+                       loop.devices)
 
 
 def weights_digest(state: dict) -> str:

@@ -64,7 +64,7 @@ def main(run_dir: str) -> int:
             atomic_write(run / "result.json", json.dumps(
                 {"status": outcome.status, "metrics": outcome.metrics, "history": outcome.history,
                  "data": outcome.data, "world_size": comm.world_size, "dist_backend": comm.backend,
-                 "stopped_by": outcome.stopped_by, "resumed_at": outcome.resumed_at}))
+                 "stopped_by": outcome.stopped_by, "resumed_at": outcome.resumed_at, "devices": outcome.devices}))
     finally:
         comm.close()
     return 0

@@ -53,7 +53,7 @@ ENV = {"python": "str?", "torch": "str?", "torchvision": "str?", "git_sha": "str
        "parameter_servers": "int?", "slurm_job_id": "str?", "nodes": "list?", "slurm_tasks_per_node": "str?",
        "started_at": "str?", "finished_at": "str?", "argv": "list?", "cpu_count": "int?", "cpu_model": "str?",
        "cpu_flags": "list?", "load_average": "list?",
-       "net": "str?", "resumed_at_steps": "list?", "recorded_by": "str?"}
+       "net": "str?", "resumed_at_steps": "list?", "devices_by_stretch": "list?", "recorded_by": "str?"}
 
 DATA = {"dataset": "str?", "synthetic": "bool?", "substitute_for": "str?", "source": "str?", "root": "str?",
         "path": "str?", "format": "str?", "eval_split": "str?", "train_samples": "int?", "eval_samples": "int?"}

@@ -73,6 +73,7 @@ def test_a_run_stopped_by_a_signal_and_resumed_equals_an_uninterrupted_run(case,
     resumed = run(cfg, checkpoints)
 
     assert resumed.status == "done" and resumed.resumed_at == [5]
+    assert resumed.devices == ["cpu", "cpu"] and resumed.metrics["images_per_s"] > 0
     assert computed(resumed.history) == computed(whole.history)  # losses, evaluations and bytes at every log point
     for key in ("top1", "top5", "final_train_loss", "bytes_sent", "bytes_received", "bytes_fp32_equiv",
                 "samples_seen", "steps"):
@@ -105,6 +106,28 @@ def test_a_run_checkpointed_on_one_kind_of_device_resumes_on_the_other(case, sav
     assert first.status == "interrupted"
     resumed = run(config(method, extra, device=resumed_on), checkpoints)
     assert resumed.status == "done" and resumed.resumed_at == [5], resumed.error
+
+
+@pytest.mark.parametrize("saved_devices, expected", [
+    (["cuda (NVIDIA H100 80GB HBM3)"], ["cuda (NVIDIA H100 80GB HBM3)", "cpu"]),
+    (None, [None, "cpu"]),  # a checkpoint from before the field: the first stretch's device is unknown
+])
+def test_a_run_resumed_on_other_hardware_says_so_and_gives_no_speed(saved_devices, expected, tmp_path):
+    """Its training seconds were spent on two machines: images/s would measure neither."""
+    cfg = config("wgt", {"method.threshold": 0.001})
+    checkpoints = Checkpoints(tmp_path / "ckpt", every=0, poll=1)
+    run(cfg, checkpoints, stop_after=5)
+    path = checkpoints.directory / checkpoints.latest()["folder"] / "sim.pt"
+    state = torch.load(path, weights_only=True)
+    assert state["loop"]["devices"] == ["cpu"]
+    if saved_devices is None:
+        del state["loop"]["devices"]
+    else:
+        state["loop"]["devices"] = saved_devices
+    torch.save(state, path)
+    resumed = run(cfg, checkpoints)
+    assert resumed.status == "done" and resumed.devices == expected
+    assert resumed.metrics["images_per_s"] is None and resumed.metrics["train_s"] > 0
 
 
 def test_the_control_stops_differ_without_restoring_state(tmp_path):
@@ -173,7 +196,7 @@ def test_cli_run_stopped_by_sigusr2_leaves_an_interrupted_record_and_the_same_co
     assert again.returncode == 0, again.stderr
     resumed = json.loads(record_path.read_text())
     reference = json.loads(next((tmp_path / "plain" / "runs").glob("*.json")).read_text())
-    assert resumed["env"]["resumed_at_steps"] == [at]
+    assert resumed["env"]["resumed_at_steps"] == [at] and resumed["env"]["devices_by_stretch"] == ["cpu", "cpu"]
     assert computed(resumed["history"]) == computed(reference["history"])
     for key in ("top1", "final_train_loss", "bytes_sent", "bytes_received", "server_bytes_received"):
         assert resumed["metrics"][key] == reference["metrics"][key], key
