@@ -12,7 +12,7 @@ from __future__ import annotations
 import statistics
 from typing import Iterable, Mapping
 
-from commbench.store.records import Status
+from commbench.store.records import Status, timed_on_one_device
 
 
 def _kind(cfg: Mapping) -> tuple:
@@ -25,7 +25,8 @@ def step_seconds(records: Iterable[dict]) -> dict[tuple, float]:
     times: dict[tuple, list[float]] = {}
     for r in records:
         m, cfg = r.get("metrics") or {}, r.get("config")
-        if r.get("status") == Status.DONE and isinstance(cfg, dict) and m.get("train_s") and m.get("steps"):
+        if (r.get("status") == Status.DONE and isinstance(cfg, dict) and m.get("train_s") and m.get("steps")
+                and timed_on_one_device(r)):
             times.setdefault(_kind(cfg), []).append(m["train_s"] / m["steps"])
     return {k: statistics.fmean(v) for k, v in times.items()}
 

@@ -24,7 +24,7 @@ from typing import Callable
 import pandas as pd
 
 from commbench.store.safe_io import ensure_folder, write_with
-from commbench.store.records import Status, iter_records
+from commbench.store.records import Status, iter_records, timed_on_one_device
 
 THRESHOLD_METHODS = ("wgt", "bgt", "qgt")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
@@ -54,6 +54,7 @@ def runs_frame(results: Path) -> pd.DataFrame:
             "top1": m["top1"], "gb_sent": (m.get("bytes_sent") or 0) / 1e9,
             "gb_paper": (m["paper_bytes"] / 1e9) if m.get("paper_bytes") is not None else None,
             "images_per_s": m.get("images_per_s"), "history": r.get("history") or [],
+            "one_device": timed_on_one_device(r),  # its train_s can put its evaluations on a time axis
             "eval_target": cfg.get("eval_target"),
         })
     frame = pd.DataFrame(rows)
@@ -298,7 +299,7 @@ def _accuracy_vs_time(ax, frame: pd.DataFrame) -> bool:
     labels = variant_labels(frame)
     curves: dict[str, list[tuple[list, list]]] = {}
     for i, row in frame.iterrows():
-        timed = [(h["train_s"], h["top1"]) for h in row["history"]
+        timed = [(h["train_s"], h["top1"]) for h in (row["history"] if row["one_device"] else [])
                  if isinstance(h.get("train_s"), (int, float)) and isinstance(h.get("top1"), (int, float))]
         if len(timed) >= 2:
             curves.setdefault(labels[i], []).append(([t for t, _ in timed], [a for _, a in timed]))

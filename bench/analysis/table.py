@@ -9,7 +9,7 @@ import pandas as pd
 
 from commbench.analysis.tta import Arm, speedup, strongest, time_to
 from commbench.config import flat_items, setting_of
-from commbench.store.records import Status, iter_records
+from commbench.store.records import Status, iter_records, timed_on_one_device
 
 COLUMNS = ["task", "dataset", "method", "params", "differs", "workers", "backend", "tier", "steps", "n", "status",
            "top1", "bytes/worker/step", "recv/worker/step", "fp32/sent", "images/s", "comm exposed",
@@ -49,6 +49,7 @@ def records_frame(root: Path) -> pd.DataFrame:
         workers, steps = cfg.get("workers"), m.get("steps") or 0
         sent = m.get("bytes_sent")
         setting = setting_of(cfg) if cfg.get("task") and cfg.get("method") else dict(cfg)
+        history = r.get("history", []) if timed_on_one_device(r) else []  # for the clock only
         rows.append({
             "run_id": r["run_id"], "status": r["status"], "task": cfg.get("task"), "dataset": cfg.get("dataset"),
             "method": cfg.get("method"), "params": chosen_params(cfg), "workers": workers, "backend": cfg.get("backend"),
@@ -61,10 +62,11 @@ def records_frame(root: Path) -> pd.DataFrame:
             "compression": (m["bytes_fp32_equiv"] / sent) if sent else None,
             "substitute": (r.get("data") or {}).get("substitute_for"),
             "exposed": _exposed_share(m),
-            "curve": [(h["train_s"], h["top1"]) for h in r.get("history", [])
+            "curve": [(h["train_s"], h["top1"]) for h in history
                       if isinstance(h.get("train_s"), (int, float)) and isinstance(h.get("top1"), (int, float))],
-            # whether its evaluations say when they happened: a history without train_s cannot time the target
-            "timed": any(isinstance(h.get("train_s"), (int, float)) for h in r.get("history", [])
+            # whether its evaluations say when they happened: a history without train_s cannot time the target,
+            # nor one whose seconds were spent on two devices
+            "timed": any(isinstance(h.get("train_s"), (int, float)) for h in history
                          if isinstance(h, dict) and isinstance(h.get("top1"), (int, float))),
             "eval_target": cfg.get("eval_target"),
             # the CPU its times were measured on: times compare only on one (older records did not say)

@@ -126,6 +126,14 @@ def problem(record: Any) -> str | None:
     return record_problem(record)  # every declared field, by its declared type (store/schema.py)
 
 
+def timed_on_one_device(record: dict) -> bool:
+    """Whether a run's seconds were all spent on one device: a run resumed on other hardware (``env.
+    devices_by_stretch`` differ, or a stretch's device is unknown) has seconds from two machines, which time
+    neither (no step time, no time to accuracy)."""
+    devices = (record.get("env") or {}).get("devices_by_stretch") or []
+    return len(set(devices)) <= 1 and None not in devices
+
+
 MAX_RECORD_BYTES = 64 * 2 ** 20  # a record is kilobytes (a few hundred with its history): more is not one
 
 

@@ -27,6 +27,16 @@ def test_each_kind_of_run_is_timed_by_the_mean_step_of_its_done_runs():
     assert describe(0.0, 0, 0) == ""
 
 
+def test_a_run_resumed_on_other_hardware_lends_no_step_time():
+    """Its seconds were spent on two machines (or on one this record cannot name): they time neither."""
+    def resumed(train_s, devices):
+        return {**done("baseline", 2, train_s, 1000), "env": {"devices_by_stretch": devices}}
+
+    records = [done("baseline", 2, 100.0, 1000), resumed(1.0, ["cuda (NVIDIA H100 80GB HBM3)", "cpu"]),
+               resumed(1.0, [None, "cpu"]), resumed(300.0, ["cpu", "cpu"])]
+    assert step_seconds(records) == {("lenet-mnist", "baseline", 2, "dist", "mnist", 64): pytest.approx(0.2)}
+
+
 def test_a_running_run_is_timed_by_its_own_pace_and_lends_it_to_runs_like_it():
     records = [done("baseline", 2, 100.0, 1000)]  # 0.1 s a step, measured on a quieter machine
     running = {**done("baseline", 2, 0, 0)["config"], "steps": 1_000, "done_steps": 600, "live_step_s": 0.3}

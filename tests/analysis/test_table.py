@@ -100,6 +100,22 @@ def test_time_to_target_is_unknown_where_the_history_has_no_train_s(tmp_path):
     assert shown["terngrad"] == "not reached within 10000 steps (top-1 0.8500)"
 
 
+def test_a_run_resumed_on_other_hardware_is_not_timed(tmp_path):
+    """Its train_s sums seconds from two machines: no time to target from it, as from a history without train_s;
+    a run resumed on the device it started on keeps its clock."""
+    import json as json_module
+
+    timed = [{"step": 5, "top1": 0.86, "train_s": 5.0}, {"step": 10, "top1": 0.87, "train_s": 10.0}]
+    for run_id, method, devices in (("mixed", "baseline", ["cuda (NVIDIA H100 80GB HBM3)", "cpu"]),
+                                    ("same", "terngrad", ["cpu", "cpu"])):
+        record = write_record(tmp_path, run_id, top1=0.87, method=method)
+        record["history"], record["env"] = timed, {**(record.get("env") or {}), "devices_by_stretch": devices}
+        (tmp_path / "runs" / f"{run_id}.json").write_text(json_module.dumps(record))
+    data = comparison_data(records_frame(tmp_path), target=0.85).set_index("method")
+    assert pd.isna(data.loc["baseline", "runs_reaching_target"]) and data.loc["baseline", "runs_untimed"] == 1
+    assert data.loc["terngrad", "runs_reaching_target"] == 1 and data.loc["terngrad", "runs_untimed"] == 0
+
+
 def test_a_timm_model_a_sliced_batch_norm_and_bf16_show_in_the_params(tmp_path):
     write_record(tmp_path, "timm", config={"model_options": {"timm": "resnet18"}})
     write_record(tmp_path, "bf16", seed=2, config={"precision": "bf16-autocast", "model_options": {"bn_batch": 32}})
