@@ -30,7 +30,7 @@ from commbench.config import RunConfig
 from commbench.run.optim import EMA, lr_at, make_optimizer
 from commbench.run.precision import compute_context, for_methods, strict_fp32, uses_channels_last
 from commbench.store.correctness import pack_correct
-from commbench.store.records import Status
+from commbench.store.records import Status, one_device
 
 Reporter = Callable[[int, int, float], None]  # (steps done, total steps, mean train loss)
 REPORT_EVERY_S = 1.0  # progress between history points, so long runs show life from the first second
@@ -499,7 +499,7 @@ class Trainer:
             "top1": loop.top1 if status == Status.DONE else None, "top5": loop.top5 if status == Status.DONE else None,
             "final_train_loss": loop.mean_loss, "steps": done, "samples_seen": done * cfg.global_batch,
             "train_s": train_s, "images_per_s": (done * cfg.global_batch / train_s
-                                                 if train_s > 0 and len(set(loop.devices)) == 1 else None),
+                                                 if train_s > 0 and one_device(loop.devices) else None),
             "bytes_sent": int(totals[0].item()), "bytes_received": int(totals[1].item()),
             **({"server_bytes_sent": int(totals[2].item()), "server_bytes_received": int(totals[3].item())}
                if comm.num_servers else {}),

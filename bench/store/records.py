@@ -126,12 +126,15 @@ def problem(record: Any) -> str | None:
     return record_problem(record)  # every declared field, by its declared type (store/schema.py)
 
 
-def timed_on_one_device(record: dict) -> bool:
-    """Whether a run's seconds were all spent on one device: a run resumed on other hardware (``env.
-    devices_by_stretch`` differ, or a stretch's device is unknown) has seconds from two machines, which time
-    neither (no step time, no time to accuracy)."""
-    devices = (record.get("env") or {}).get("devices_by_stretch") or []
+def one_device(devices: list) -> bool:
+    """Whether every stretch of a run trained on the same, known device (``env.devices_by_stretch``; a run never
+    resumed lists none): seconds from two machines, or from one a checkpoint did not name, time neither."""
     return len(set(devices)) <= 1 and None not in devices
+
+
+def timed_on_one_device(record: dict) -> bool:
+    """A record whose seconds can time it (a step time, a time to accuracy): :func:`one_device`."""
+    return one_device((record.get("env") or {}).get("devices_by_stretch") or [])
 
 
 MAX_RECORD_BYTES = 64 * 2 ** 20  # a record is kilobytes (a few hundred with its history): more is not one
