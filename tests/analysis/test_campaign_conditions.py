@@ -11,6 +11,7 @@ from commbench.config.grid import expand, load_grid
 from commbench.analysis.papers.conditions import condition_markers, coverage, describe_shape, schedule_shape
 from commbench.analysis.papers.evidence import LENGTH_SHARE
 from commbench.analysis.papers.reference import Reference
+from commbench.analysis.papers.reproduce import markers
 
 from ..conftest import REPO
 
@@ -80,3 +81,14 @@ def test_the_length_gate_fails_a_grid_at_40_percent_of_its_recipe():
     cfg.update(steps=2000, lr_schedule={**cfg["lr_schedule"], "milestones": [1000, 1500]})
     covered = coverage({"config": cfg}, JUDGED["ssdsgd-fig4-fig5"])
     assert covered.share == pytest.approx(0.4) and covered.complete
+
+
+def test_a_worker_that_stands_for_a_machine_names_its_batchnorm_slices():
+    """Table 2's ResNet-20 runs put 128 images on a simulated worker (one of the paper's 4-GPU machines) with
+    BatchNorm over the paper's 32-image per-GPU batch; the row names the slices, and does not where they differ."""
+    cfg = next(c for c in expand(load_grid(GRIDS / "ssdsgd-table2-half.yaml"))
+               if c.task == "resnet20-cifar10").to_dict()
+    ref = dataclasses.replace(row("resnet20-cifar10", "ssdsgd", "momentum", 4), batch_per_worker=32)
+    assert "128/worker for 32, BatchNorm over 32-image slices" in markers([{"config": cfg}], ref, None)
+    unsliced = {**cfg, "model_options": {}}
+    assert "128/worker for 32" in markers([{"config": unsliced}], ref, None)

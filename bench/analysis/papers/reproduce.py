@@ -289,7 +289,10 @@ def markers(records: list[dict], ref: Reference, analogue: Analogue | None) -> l
         if ref.global_batch and cfg.get("global_batch") != ref.global_batch:
             add(f"batch {cfg.get('global_batch')} for {ref.global_batch}")
         if ref.batch_per_worker and cfg.get("batch_per_worker") != ref.batch_per_worker:
-            add(f"{cfg.get('batch_per_worker')}/worker for {ref.batch_per_worker}")
+            bn_batch = (cfg.get("model_options") or {}).get("bn_batch")
+            # one simulated worker may stand for a machine of several GPUs: its BatchNorm over the paper's slices
+            slices = f", BatchNorm over {bn_batch}-image slices" if bn_batch == ref.batch_per_worker else ""
+            add(f"{cfg.get('batch_per_worker')}/worker for {ref.batch_per_worker}{slices}")
         if ref.metric not in SPEED_METRICS:  # a speed does not depend on the recipe's schedule or averaging
             for phrase in condition_markers(cfg, ref):
                 add(phrase)
