@@ -10,8 +10,14 @@ SUDO    = $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 .PHONY: run test test-all bench report campaign campaign-status campaign-stop campaign-net campaign-2node data clean
 
 # strict editable mode: the package is a tree of links under build/ that type checkers and editors follow (the
-# default mode's import hook they cannot); a new module joins the tree at the next install (touch setup.py)
-$(STAMP): pyproject.toml setup.py bench/layout.py
+# default mode's import hook they cannot). A link tree knows only the files that existed at install: so the list of
+# the package's files is kept beside the stamp, rewritten only when it changes, and a module, grid or table added
+# (or removed) since, by a pull or by hand, reinstalls at the next make instead of failing to import
+PACKAGE_FILES = $(VENV)/.package-files
+$(shell mkdir -p $(VENV) && find bench methods tasks results/paper slurm/profiles -path '*/__pycache__' -prune -o \
+  -type f \( -name '*.py' -o -name '*.yaml' -o -name '*.csv' -o -name '*.md' \) -print | LC_ALL=C sort \
+  > $(PACKAGE_FILES).now && { cmp -s $(PACKAGE_FILES).now $(PACKAGE_FILES) || mv $(PACKAGE_FILES).now $(PACKAGE_FILES); })
+$(STAMP): pyproject.toml setup.py bench/layout.py $(PACKAGE_FILES)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]' --config-settings editable_mode=strict
 	touch $@

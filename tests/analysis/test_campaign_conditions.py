@@ -11,7 +11,7 @@ from commbench.config.grid import expand, load_grid
 from commbench.analysis.papers.conditions import condition_markers, coverage, describe_shape, schedule_shape
 from commbench.analysis.papers.evidence import LENGTH_SHARE
 from commbench.analysis.papers.reference import Reference
-from commbench.analysis.papers.reproduce import markers
+from commbench.analysis.papers.differs import markers
 
 from ..conftest import REPO
 

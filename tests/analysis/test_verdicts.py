@@ -17,7 +17,7 @@ from commbench.config.grid import Declaration
 from commbench.store.correctness import pack_correct
 from commbench.analysis.papers import stats
 from commbench.analysis.papers.reference import Reference, effect_margin
-from commbench.analysis.papers.reproduce import Cell
+from commbench.analysis.papers.cell import Cell
 from commbench.analysis.papers.tables import render, rows
 from commbench.analysis.papers.verdicts import (INCONCLUSIVE, MISSING, NOT_REPRODUCED, REPRODUCED, UNTESTABLE,
                                                 expected_false_calls, judge)

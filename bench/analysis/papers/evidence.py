@@ -2,7 +2,7 @@
 comparison must pass before any verdict on it means something (where the runs stand against the paper's
 experiment, how much of the schedule they cover).
 
-A value's *backing* (``reproduce.Term``) names the runs it is computed from: for a gap, each run and its partner
+A value's *backing* (``cell.Term``) names the runs it is computed from: for a gap, each run and its partner
 (baseline or sibling) of the same seed; for an absolute accuracy, the run alone; for a value interpolated between
 two thresholds, both pairs with their weights. The test set's error comes from the runs' per-image correctness
 where every run stored it (``metrics.eval_correct``: a paired bootstrap), else from their accuracies (the
@@ -17,7 +17,7 @@ import numpy as np
 from commbench.store.correctness import unpack_correct
 from commbench.analysis.papers import stats
 from commbench.analysis.papers.conditions import Coverage, coverage
-from commbench.analysis.papers.reproduce import Cell, Term
+from commbench.analysis.papers.cell import Cell, Term
 
 LENGTH_SHARE = 0.5      # a gap is judged from runs that cover at least half of the schedule, in samples seen
 BASELINE_POINTS = 2.0   # on the paper's own model and data, our baseline within 2 points of the paper's

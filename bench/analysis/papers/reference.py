@@ -33,6 +33,8 @@ CLAIMS = {"value": "an absolute value", "gap": "an effect of a stated size (a me
           "sibling variant)", "no_loss": "no loss against the baseline", "bound": "a value below a stated bound",
           "sign": "a direction only", "ordering": "the paper's choice is the best of a sweep",
           "speedup": "a speed-up", "count": "a count that describes a model"}
+# the metrics of a row that are speeds (a stand-in model's speeds say nothing about the paper's model)
+SPEED_METRICS = {"throughput_images_per_s", "speedup", "speedup_pct", "speedup_pct_min", "speedup_pct_max"}
 REPORTS = ("final", "best")  # which accuracy of a run the paper reports: the last evaluation's, or the best one's
 # the margins that accuracy claims must carry, fixed from the paper's numbers before any run (docs/papers.md):
 # an effect g gets min(0.5, 0.5 |g|) points, at least 0.25, so that no effect can never reproduce a claimed one;

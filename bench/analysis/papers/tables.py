@@ -12,7 +12,10 @@ from commbench.methods import METHODS
 
 from commbench.store.records import iter_records
 from commbench.analysis.papers.reference import PAPER_DIR, PAPERS, load_analogues, load_declarations, load_references
-from commbench.analysis.papers.reproduce import NO_MATCH, Cell, paper_baseline_accuracy, paper_gap, reproduce
+from commbench.analysis.papers.cell import Cell
+from commbench.analysis.papers.metric_kinds import NO_MATCH
+from commbench.analysis.papers.paper_rows import paper_baseline_accuracy, paper_gap
+from commbench.analysis.papers.reproduce import reproduce
 from commbench.analysis.papers.verdicts import NOT_REPRODUCED, REPRODUCED, VERDICTS, expected_false_calls, judge
 
 FORMATS = ("md", "csv", "latex", "json")

@@ -37,7 +37,8 @@ from dataclasses import dataclass
 from commbench.analysis.papers import stats
 from commbench.analysis.papers.evidence import early, estimate, saturated_top5
 from commbench.analysis.papers.reference import EQUIVALENCE_MARGIN, effect_margin
-from commbench.analysis.papers.reproduce import Cell, _percent
+from commbench.analysis.papers.cell import Cell
+from commbench.analysis.papers.runs import percent
 
 REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE = "reproduced", "not reproduced", "inconclusive"
 UNTESTABLE, MISSING = "untestable here", "missing"
@@ -53,7 +54,6 @@ ALPHA = 0.05              # orderings: Holm-corrected one-sided tests at 5%
 ACCURACY_METRICS = ("top1", "top5")
 NOT_ACCURACY_VALUES = {"throughput_images_per_s", "gb_transferred", "pct_per_gb", "data_fraction",
                        "bytes_per_node_per_iteration", "gradient_zero_fraction"}
-SPEED_METRICS = {"speedup", "speedup_pct", "speedup_pct_min", "speedup_pct_max"}
 
 
 @dataclass(frozen=True)
@@ -276,7 +276,7 @@ def judge_ordering(cell: Cell) -> Verdict:
         if not seeds:
             continue
         backing = [[(1.0, top1[chosen][s], top1[other][s])] for s in seeds]
-        values = [_percent(top1[chosen][s]["metrics"]["top1"] - top1[other][s]["metrics"]["top1"]) for s in seeds]
+        values = [percent(top1[chosen][s]["metrics"]["top1"] - top1[other][s]["metrics"]["top1"]) for s in seeds]
         comparisons[other] = estimate(values, backing, "top1", True)
     if not comparisons:
         return Verdict(MISSING, "no choice shares a seed with the paper's")

@@ -1,0 +1,93 @@
+"""A threshold method's accuracy on a stand-in model, at the paper's share of bytes, not at its threshold."""
+from __future__ import annotations
+
+import math
+import statistics
+from collections import defaultdict
+
+from commbench.analysis.papers.cell import Cell
+from commbench.analysis.papers.conditions import samples_seen
+from commbench.analysis.papers.differs import markers
+from commbench.analysis.papers.metric_kinds import NO_MATCH, PAIRED
+from commbench.analysis.papers.pairing import paired_with
+from commbench.analysis.papers.paper_rows import paper_baseline_value
+from commbench.analysis.papers.reference import Analogue, Reference
+from commbench.analysis.papers.runs import fp32_fraction, params_of, percent, same_value, setting_of
+
+
+THRESHOLD_METHODS = ("wgt", "bgt", "qgt")
+
+
+def equal_share_applies(ref: Reference, analogue: Analogue | None) -> bool:
+    """A threshold method's accuracy on a stand-in model: its absolute thresholds, tuned to the paper's model,
+    let another share of the bytes through on ours, so the comparison is made at the paper's share."""
+    return analogue is not None and ref.method in THRESHOLD_METHODS and ref.threshold is not None and \
+        ref.metric in ("top1", "top1_loss")
+
+
+def _paper_share(ref: Reference, references: list[Reference]) -> float | None:
+    """The share of its baseline's bytes the paper's method sends at the row's threshold (its own accounting)."""
+    sent = [r for r in references if r.paper == ref.paper and r.method == ref.method and r.metric == "gb_transferred"
+            and same_value(r.threshold, ref.threshold)]
+    base = paper_baseline_value(ref, references, "gb_transferred")
+    return sent[0].value / base.value if len(sent) == 1 and base is not None and base.value else None
+
+
+def at_equal_share(cell: Cell, ref: Reference, runs: list[dict], baselines: list[dict],
+                   references: list[Reference], analogue: Analogue | None) -> Cell:
+    """The row's accuracy (or loss) where our runs send the paper's share of the bytes: interpolated on log T
+    between the two thresholds run whose shares bracket it (log share linear in log T), seed by seed."""
+    share = _paper_share(ref, references)
+    if share is None:
+        cell.why_missing = "the paper states no bytes at this threshold to take its share from"
+        return cell
+    partner_of: dict[str, dict] = {}
+    paired = paired_with(runs, baselines, PAIRED["top1_gain"], into=partner_of)
+    families: dict[str, list] = defaultdict(list)
+    for gain, r in paired:
+        if (f := fp32_fraction(r, True)) and params_of(r).get("threshold"):
+            families[setting_of(r, ("threshold",))].append((gain, f, r))
+    if not families:
+        cell.why_missing = NO_MATCH if not runs else "no baseline run of the same setting to compare with"
+        return cell
+    # one family of runs, never a mix of settings: the longest runs (a gap needs half the schedule), then the
+    # one with the most thresholds (the most shares to bracket with), then the most records
+    family = max(families.values(), key=lambda g: (max(samples_seen(r["config"]) for _, _, r in g),
+                                                   len({params_of(r)["threshold"] for _, _, r in g}), len(g)))
+    by_t: dict[float, list] = defaultdict(list)
+    for gain, f, r in family:
+        by_t[float(params_of(r)["threshold"])].append((gain, f, r))
+    points = sorted((t, statistics.fmean(f for _, f, _ in g)) for t, g in by_t.items())
+    said = ", ".join(f"T={t:g} {100 * f:.3g}%" for t, f in points)
+    bracket = next(((a, b) for a, b in zip(points, points[1:]) if a[1] >= share >= b[1]), None)
+    if bracket is None:
+        cell.untestable = (f"no two thresholds run here bracket the paper's share of bytes ({100 * share:.3g}% at "
+                           f"T={ref.threshold:g}): here {said}; the comparison is at equal share, not equal T")
+        return cell
+    (ta, fa), (tb, fb) = bracket
+    w = 0.0 if fa == fb else (math.log(fa) - math.log(share)) / (math.log(fa) - math.log(fb))
+    t_star = math.exp(math.log(ta) + w * (math.log(tb) - math.log(ta)))
+    seeds_a = {r["config"].get("seed"): (g, r) for g, _, r in by_t[ta]}
+    seeds_b = {r["config"].get("seed"): (g, r) for g, _, r in by_t[tb]}
+    loss = ref.metric == "top1_loss"
+    for seed in sorted(set(seeds_a) & set(seeds_b), key=str):
+        (ga, ra), (gb, rb) = seeds_a[seed], seeds_b[seed]
+        gap = (1 - w) * ga + w * gb
+        gap_terms = [(1 - w, ra, partner_of[ra["run_id"]]), (w, rb, partner_of[rb["run_id"]])]
+        if loss:
+            cell.values.append(-gap)
+            cell.backing.append(gap_terms)
+        else:
+            cell.values.append((1 - w) * percent(ra["metrics"]["top1"]) + w * percent(rb["metrics"]["top1"]))
+            cell.backing.append([(1 - w, ra, None), (w, rb, None)])
+            cell.gap_values.append(gap)
+            cell.gap_backing.append(gap_terms)
+        cell.records.append(ra)
+        cell.run_ids += [ra["run_id"], rb["run_id"]]
+    if not cell.values:
+        cell.untestable = f"the thresholds that bracket the paper's share (T={ta:g}, T={tb:g}) share no seed"
+        return cell
+    cell.markers = markers(cell.records, ref, analogue) + [
+        f"at the paper's share of bytes ({100 * share:.3g}% of its baseline's at T={ref.threshold:g}): "
+        f"interpolated at T={t_star:.3g} between T={ta:g} ({100 * fa:.3g}%) and T={tb:g} ({100 * fb:.3g}%)"]
+    return cell
