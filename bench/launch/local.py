@@ -21,7 +21,8 @@ from typing import Callable
 
 from commbench.store.safe_io import ensure_folder, open_new
 from commbench.config import RunConfig
-from commbench.run.train import Outcome, dist_backend, server_count
+from commbench.run.devices import dist_backend
+from commbench.run.train import Outcome, server_count
 from commbench.methods.comm.dist import free_port
 from commbench.run.worker import LAUNCHER_ENV
 from commbench.launch import owner

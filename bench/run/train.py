@@ -11,7 +11,6 @@ from __future__ import annotations
 import copy
 import hashlib
 import math
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,9 +25,11 @@ from commbench.methods.comm import Communicator
 from commbench.tasks import TASKS
 
 from commbench.run.checkpoint import Checkpoints, capture_rng, on_device, restore_rng
+from commbench.run.devices import describe_device, pick_device, set_threads
+from commbench.run.evaluation import eval_steps, evaluate, recompute_batch_norm, share_parameters
 from commbench.config import RunConfig
 from commbench.run.optim import EMA, lr_at, make_optimizer
-from commbench.run.precision import compute_context, for_methods, strict_fp32, uses_channels_last
+from commbench.run.precision import compute_context, for_methods, uses_channels_last
 from commbench.store.correctness import pack_correct
 from commbench.store.records import Status, one_device
 
@@ -75,10 +76,6 @@ class Loop:
     method_times: dict = field(default_factory=dict)  # the method's phases (encode, wait, ...) at the checkpoint
 
 
-def describe_device(device: torch.device) -> str:
-    return f"cuda ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else device.type
-
-
 def derive_seed(*parts: int) -> int:
     """A well-mixed 63-bit seed from integers (so (seed, rank) streams do not overlap)."""
     return int.from_bytes(hashlib.sha256(repr(parts).encode()).digest()[:8], "little") >> 1
@@ -101,95 +98,6 @@ class GlobalBatches:
             g = torch.Generator().manual_seed(derive_seed(self.seed, epoch))
             self._epoch, self._perm = epoch, torch.randperm(self.size, generator=g)
         return self._perm[j * self.batch:(j + 1) * self.batch]
-
-
-def wants_cuda(cfg: RunConfig) -> bool:
-    return cfg.device == "cuda" or (cfg.device == "auto" and torch.cuda.is_available())
-
-
-def dist_backend(cfg: RunConfig) -> str:
-    """The process group's backend: NCCL where the run computes on GPUs, gloo on the CPU (``device=cpu`` on a
-    GPU host too: NCCL moves GPU memory only)."""
-    return "nccl" if wants_cuda(cfg) else "gloo"
-
-
-def pick_device(cfg: RunConfig, comm: Communicator) -> torch.device:
-    if not wants_cuda(cfg):
-        return torch.device("cpu")
-    if not torch.cuda.is_available():
-        raise RuntimeError("device=cuda but CUDA is not available")
-    device = getattr(comm, "device", None) or torch.device("cuda", 0)
-    strict_fp32(device, cfg.precision)
-    return device
-
-
-def set_threads(cfg: RunConfig) -> None:
-    """Each worker computes with its share of the host's cores, in both transports: kernels split their
-    reductions by thread count, so equal counts are what make sim and dist agree bit for bit."""
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
-    else:
-        per_host = int(os.environ.get("LOCAL_WORLD_SIZE", cfg.workers)) if cfg.backend == "dist" else cfg.workers
-        torch.set_num_threads(max(1, (os.cpu_count() or 1) // max(1, per_host)))
-    if cfg.deterministic:
-        torch.use_deterministic_algorithms(True)
-
-
-@torch.no_grad()
-def evaluate(model: torch.nn.Module, data, batch_size: int,
-             device: torch.device) -> tuple[float, float | None, torch.Tensor]:
-    """Top-1 and top-5 accuracy (fractions) over the whole evaluation split, and which images top-1 got right
-    (in the split's order: the paired intervals of the paper tables compare runs image by image)."""
-    was_training = model.training
-    model.eval()
-    top5 = total = 0
-    correct = []
-    for x, y in data.eval_batches(batch_size):
-        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-        logits = model(x)
-        k = min(5, logits.shape[1])
-        best = logits.topk(k, dim=1).indices
-        correct.append((best[:, 0] == y).cpu())
-        top5 += (best == y[:, None]).any(dim=1).sum().item()
-        total += len(y)
-    model.train(was_training)
-    hits = torch.cat(correct) if correct else torch.zeros(0, dtype=torch.bool)
-    return int(hits.sum()) / total, (top5 / total if data.num_classes >= 5 else None), hits
-
-
-def share_parameters(owner: torch.nn.Module, replica: torch.nn.Module) -> None:
-    """Make ``replica`` (a copy of ``owner``) use ``owner``'s parameter tensors; its buffers stay its own."""
-    for mine, theirs in zip(replica.modules(), owner.modules()):
-        for name in list(mine._parameters):
-            if mine._parameters[name] is not None:
-                mine._parameters[name] = theirs._parameters[name]
-
-
-@torch.no_grad()
-def recompute_batch_norm(model: torch.nn.Module, batches, device: torch.device) -> None:
-    """BatchNorm's running statistics for ``model``'s weights: reset, then the cumulative average over
-    ``batches`` (momentum None), with the rest of the model in evaluation mode (no dropout). A model without
-    BatchNorm is left as it is, and the batches are not read."""
-    norms = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
-    if not norms:
-        return
-    was_training, momenta = model.training, [m.momentum for m in norms]
-    model.eval()
-    for m in norms:
-        m.reset_running_stats()
-        m.momentum = None
-        m.train()
-    for x, _ in batches:
-        model(x.to(device, non_blocking=True))
-    for m, momentum in zip(norms, momenta):
-        m.momentum = momentum
-    model.train(was_training)
-
-
-def eval_steps(cfg: RunConfig) -> set[int]:
-    """Steps (1-based counts) after which worker 0 evaluates; the last step always."""
-    every = cfg.eval["every"] or max(1, cfg.steps // 4)
-    return {s for s in range(every, cfg.steps + 1, every)} | {cfg.steps}
 
 
 def server_count(cfg: RunConfig) -> int:

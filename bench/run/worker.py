@@ -41,7 +41,8 @@ def main(run_dir: str) -> int:
     from commbench.run.checkpoint import stop_signals
     from commbench.config import RunConfig
     from commbench.store.records import atomic_write
-    from commbench.run.train import dist_backend, run_rank, server_count
+    from commbench.run.devices import dist_backend
+    from commbench.run.train import run_rank, server_count
 
     cfg = RunConfig.from_dict(spec["config"])
 

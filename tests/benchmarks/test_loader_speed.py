@@ -9,7 +9,7 @@
   path, ``caffe`` augmentation, 32 per batch, with 0 and 2 loader workers: images/s.
 
 Batches come from ``train_stream`` over the loop's ``GlobalBatches``, exactly as ``commbench.run.train`` reads them,
-in this process; compute uses each worker's share of the cores as ``commbench.run.train.set_threads`` gives 2 local
+in this process; compute uses each worker's share of the cores as ``commbench.run.devices.set_threads`` gives 2 local
 workers. Both are medians over ``STEPS`` after a warm-up. The ratio loader_time / step_time should be well
 below 1: the loader is then not what limits a run. Reported, not asserted; results land in
 ``results/benchmarks/loader.json``. Run with ``python -m pytest -m benchmark tests/benchmarks/test_loader_speed.py -s``.

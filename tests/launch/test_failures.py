@@ -163,7 +163,7 @@ def test_a_local_dist_run_on_nccl_with_more_processes_than_gpus_is_refused_befor
 
     from commbench.config import resolve
     from commbench.launch import local
-    from commbench.run.train import dist_backend
+    from commbench.run.devices import dist_backend
 
     cfg = resolve({"task": "lenet-mnist", "dataset": "synthetic", "method": "baseline", "workers": 2,
                    "backend": "dist", "steps": 2})

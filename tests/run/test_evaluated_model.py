@@ -10,7 +10,8 @@ import torch
 
 from commbench.config import ConfigError, resolve
 from commbench.methods.comm import SimCommunicator
-from commbench.run.train import GlobalBatches, Trainer, evaluate, recompute_batch_norm, server_count
+from commbench.run.evaluation import evaluate, recompute_batch_norm
+from commbench.run.train import GlobalBatches, Trainer, server_count
 from commbench.store.records import Status
 from commbench.tasks.models.sliced_bn import SlicedBatchNorm, slice_batch_norm
 
