@@ -2,10 +2,10 @@
 
 A campaign on a few cores is planned in CPU hours: ``commbench status --grid`` sums, for every run without a
 finished record, its steps left times seconds per step: for a run being trained now, its own pace (``live_step_s``,
-from its progress file: what the machine gives it today); else the mean of the done runs of the same task,
-method, workers, backend, data set and total batch in the same results folder (``train_s / steps``: evaluation
-and start-up not counted); else the pace of a running run of that kind. Runs with none of these have no
-estimate and are counted apart, never guessed.
+from its progress file: what the machine gives it today); else the mean of the done runs of the same task, method,
+workers, backend, data set, total batch and emulated link in the same results folder (``train_s / steps``:
+evaluation and start-up not counted; a step over a 100 Mbit/s link is not timed by one over loopback); else the
+pace of a running run of that kind. Runs with none of these have no estimate and are counted apart, never guessed.
 """
 from __future__ import annotations
 
@@ -17,11 +17,12 @@ from commbench.store.records import Status, timed_on_one_device
 
 def _kind(cfg: Mapping) -> tuple:
     return (cfg.get("task"), cfg.get("method"), cfg.get("workers"), cfg.get("backend"), cfg.get("dataset"),
-            cfg.get("global_batch"))
+            cfg.get("global_batch"), cfg.get("net"), cfg.get("node_link"))
 
 
 def step_seconds(records: Iterable[dict]) -> dict[tuple, float]:
-    """Mean seconds per training step of the done runs, by (task, method, workers, backend, data set, batch)."""
+    """Mean seconds per training step of the done runs, by (task, method, workers, backend, data set, batch,
+    link)."""
     times: dict[tuple, list[float]] = {}
     for r in records:
         m, cfg = r.get("metrics") or {}, r.get("config")
@@ -62,4 +63,4 @@ def describe(seconds: float, known: int, unknown: int) -> str:
     said = f"about {hours} of training left for {known} run{'s' * (known != 1)}" if known else "no estimate"
     return said + (f"; {unknown} run{'s' * (unknown != 1)} without a finished or running run like them to time"
                    if unknown else "") + (" (from the pace of the runs being trained, and the step times of done runs "
-                                          "of the same task, method, workers and batch)")
+                                          "of the same task, method, workers, batch and link)")

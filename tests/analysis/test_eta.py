@@ -5,6 +5,8 @@ import pytest
 
 from commbench.analysis.eta import describe, step_seconds, time_left
 
+KIND = ("lenet-mnist",)  # a step time's key: task, method, workers, backend, data set, batch, link, node link
+
 
 def done(method: str, workers: int, train_s: float, steps: int, status: str = "done") -> dict:
     return {"status": status, "config": {"task": "lenet-mnist", "method": method, "workers": workers,
@@ -15,8 +17,8 @@ def done(method: str, workers: int, train_s: float, steps: int, status: str = "d
 def test_each_kind_of_run_is_timed_by_the_mean_step_of_its_done_runs():
     records = [done("baseline", 2, 100.0, 1000), done("baseline", 2, 300.0, 1000), done("terngrad", 2, 50.0, 100),
                done("terngrad", 4, 1.0, 1, status="failed")]
-    assert step_seconds(records) == {("lenet-mnist", "baseline", 2, "dist", "mnist", 64): pytest.approx(0.2),
-                                     ("lenet-mnist", "terngrad", 2, "dist", "mnist", 64): pytest.approx(0.5)}
+    assert step_seconds(records) == {KIND + ("baseline", 2, "dist", "mnist", 64, None, None): pytest.approx(0.2),
+                                     KIND + ("terngrad", 2, "dist", "mnist", 64, None, None): pytest.approx(0.5)}
     todo = [{**done("baseline", 2, 0, 0)["config"], "steps": 10_000},
             {**done("terngrad", 2, 0, 0)["config"], "steps": 1_000, "done_steps": 400},  # resumes at 400
             {**done("terngrad", 4, 0, 0)["config"], "steps": 1_000}]  # only a failed run of its kind: unknown
@@ -34,7 +36,20 @@ def test_a_run_resumed_on_other_hardware_lends_no_step_time():
 
     records = [done("baseline", 2, 100.0, 1000), resumed(1.0, ["cuda (NVIDIA H100 80GB HBM3)", "cpu"]),
                resumed(1.0, [None, "cpu"]), resumed(300.0, ["cpu", "cpu"])]
-    assert step_seconds(records) == {("lenet-mnist", "baseline", 2, "dist", "mnist", 64): pytest.approx(0.2)}
+    assert step_seconds(records) == {KIND + ("baseline", 2, "dist", "mnist", 64, None, None): pytest.approx(0.2)}
+
+
+def test_a_run_on_an_emulated_link_is_timed_only_by_runs_on_that_link():
+    """A speed grid's step over 100 Mbit/s takes many times one over loopback: neither times the other."""
+    def on(net, train_s):
+        record = done("baseline", 2, train_s, 10)
+        record["config"]["net"] = net
+        return record
+
+    records = [on(None, 10.0), on("1gbit", 40.0)]
+    todo = [{**on("100mbit", 0)["config"], "steps": 10}, {**on("1gbit", 0)["config"], "steps": 10}]
+    seconds, known, unknown = time_left(todo, records)
+    assert seconds == pytest.approx(40.0) and (known, unknown) == (1, 1)
 
 
 def test_a_running_run_is_timed_by_its_own_pace_and_lends_it_to_runs_like_it():
