@@ -6,7 +6,7 @@ import statistics
 
 from commbench.analysis.papers.conditions import condition_markers
 from commbench.analysis.papers.reference import SPEED_METRICS, Analogue, Reference
-from commbench.analysis.papers.runs import params_of
+from commbench.analysis.papers.runs import link_of, params_of
 
 
 def other_settings(ref: Reference, others: list[list]) -> str | None:
@@ -17,8 +17,7 @@ def other_settings(ref: Reference, others: list[list]) -> str | None:
         several = len({g[0][1]["config"].get("workers") for g in others}) > 1
 
         def link(g):
-            cfg = g[0][1]["config"]
-            return (cfg.get("net") or "loopback") + (f" {cfg.get('workers')} workers" if several else "")
+            return link_of(g[0][1]) + (f" {g[0][1]['config'].get('workers')} workers" if several else "")
         return "other settings: " + ", ".join(f"{link(g)} {statistics.fmean(v for v, _ in g):+.1f}"
                                               if ref.unit == "%" else f"{link(g)} {statistics.fmean(v for v, _ in g):.3g}"
                                               for g in others)
