@@ -21,7 +21,8 @@ from commbench.store.safe_io import write_with
 from commbench.store.records import (EMPTY_METRICS, FINISHED, Status, UnreadableRecord, make_record,
                                      read_or_set_aside, read_record, write_record)
 from commbench.run.devices import dist_backend
-from commbench.run.train import Outcome, run_rank, server_count, train
+from commbench.run.rank import run_rank
+from commbench.run.train import Outcome, server_count, train
 
 
 @dataclass

@@ -30,6 +30,7 @@ from commbench.run.evaluation import eval_steps, evaluate, recompute_batch_norm,
 from commbench.config import RunConfig
 from commbench.run.optim import EMA, lr_at, make_optimizer
 from commbench.run.precision import compute_context, for_methods, uses_channels_last
+from commbench.run.rhythm import final_totals, is_log_point, log_stride
 from commbench.store.correctness import pack_correct
 from commbench.store.records import Status, one_device
 
@@ -104,24 +105,6 @@ def server_count(cfg: RunConfig) -> int:
     """Parameter-server processes a dist run of ``cfg`` needs beside its workers."""
     method_cls = METHODS[cfg.method]
     return method_cls.servers_needed(method_cls.Params(**cfg.method_params))
-
-
-def log_stride(cfg: RunConfig) -> int:
-    return max(1, math.ceil(cfg.steps / 100))
-
-
-def is_log_point(done: int, stride: int, evals: set[int]) -> bool:
-    """Steps after which all processes meet on the control channel (history, divergence, evaluation)."""
-    return done % stride == 0 or done in evals
-
-
-def final_totals(cfg: RunConfig, comm: Communicator) -> torch.Tensor:
-    """Summed over processes: worker bytes sent and received, server bytes sent and received, method extras."""
-    ledger = comm.ledger
-    sent, received = ledger.total_sent(cfg.workers), ledger.total_received(cfg.workers)
-    return comm.control_sum(torch.tensor(
-        [sent, received, ledger.total_sent() - sent, ledger.total_received() - received,
-         *(ledger.total_extra(e) for e in METHODS[cfg.method].extra_metrics)], dtype=torch.float64))
 
 
 class Exchange:
@@ -483,99 +466,3 @@ def train(cfg: RunConfig, comm: Communicator, report: Reporter | None = None,
             status = Status.INTERRUPTED
             break
     return trainer.outcome(status, stopped_by, keep_weights)
-
-
-def serve(cfg: RunConfig, comm: Communicator, checkpoints: Checkpoints | None = None) -> None:
-    """A parameter-server process of a dist run: the servers' side of every step, in the workers' rhythm.
-
-    It meets the workers on the control channel at the same log points (so it stops with them when a run
-    diverges) and sync points (so it saves its shard with their checkpoint), and sends worker 0 the global
-    weights at each evaluation."""
-    set_threads(cfg)
-    task = TASKS[cfg.task]
-    data = task.load_data(cfg.dataset, Path(cfg.data_root or "data"), cfg.model_variant)
-    torch.manual_seed(cfg.seed)  # the workers' initial weights: the same seed, the same construction
-    template = task.make_model(cfg.model_variant, data.num_classes, data.input_shape[0], cfg.model_options)
-    template_device = pick_device(cfg, comm)
-    template = template.to(template_device)
-    method_cls = METHODS[cfg.method]
-    params = method_cls.Params(**cfg.method_params)
-    holder = Worker(-1, dict(template.named_parameters()), make_optimizer(cfg.optimizer, template.parameters()))
-    role = method_cls.make_server(comm, params, holder, task.weight_decay_map(template, cfg.weight_decay),
-                                  ema=cfg.ema)
-    del data
-    start = 0
-    saved = checkpoints.load() if checkpoints else None
-    if saved is not None:
-        role.load_state_dict(on_device(saved["role"], template_device))
-        comm.ledger.load_state_dict(saved["ledger"])
-        start = saved["step"]
-    evals, stride = eval_steps(cfg), log_stride(cfg)
-    for step in range(start, cfg.steps):
-        role.step(step, lr_at(cfg.lr_schedule, step, cfg.steps))
-        done = step + 1
-        if is_log_point(done, stride, evals):
-            totals = comm.control_sum(torch.zeros(4, dtype=torch.float64))
-            if not math.isfinite(totals[0].item() / max(1.0, totals[1].item())):
-                break
-            if done in evals:
-                role.send_global()
-        if checkpoints and checkpoints.sync_point(done, cfg.steps):
-            save, stopped_by = checkpoints.decide(done, comm)
-            if save:
-                checkpoints.save(done, {"step": done, "role": role.state_dict(),
-                                        "ledger": comm.ledger.state_dict()}, comm)
-            if stopped_by:
-                break
-    role.close()
-    final_totals(cfg, comm)
-
-
-def check_node_link(rate: str) -> None:
-    """A run that asks for links limited to ``rate`` (``node_link``) fails here, on any node whose links are not:
-    its throughput would be a measurement of some other network."""
-    import socket
-
-    from commbench.config import ConfigError, net_rate_bits
-    from commbench.store.provenance import link_limits
-
-    limits = link_limits()
-    wrong = {dev: bits for dev, bits in limits.items() if abs(bits - net_rate_bits(rate)) > 1e-6 * bits}
-    if not limits or wrong:
-        found = ", ".join(f"{dev} at {bits / 1e6:g} Mbit/s" for dev, bits in sorted(limits.items())) or "none limited"
-        raise ConfigError(f"node_link: the run asks for links of {rate}, but {socket.gethostname()}'s are {found} "
-                          f"(the two-node cluster sets them: bash slurm/local/up2.sh --rate {rate})")
-
-
-def agree_on_node_link(rate: str, comm: Communicator) -> None:
-    """:func:`check_node_link` in every process, and fail in all of them if it fails in one: a process whose
-    node is right must not wait in its first exchange for a peer that has left."""
-    from commbench.config import ConfigError
-
-    try:
-        check_node_link(rate)
-        mine = None
-    except ConfigError as exc:
-        mine = exc
-    failed = comm.control_sum(torch.tensor([0.0 if mine is None else 1.0], dtype=torch.float64)).item()
-    if mine is not None:
-        raise mine
-    if failed:
-        raise ConfigError(f"node_link: {failed:.0f} other process(es) found their node's links other than {rate} "
-                          f"(their errors name them)")
-
-
-def run_rank(cfg: RunConfig, comm: Communicator, report: Reporter | None = None,
-             keep_weights: bool = False, checkpoint_dir: Path | None = None) -> Outcome | None:
-    """What one dist process does: serve, if its rank is a parameter server's, else train."""
-    if cfg.node_link:  # every process, on every node, before its first exchange
-        agree_on_node_link(cfg.node_link, comm)
-    serves = bool(comm.local_servers and not comm.local_ranks)
-    checkpoints = None
-    if checkpoint_dir is not None:
-        rank = comm.local_servers[0] if serves else comm.local_ranks[0]
-        checkpoints = Checkpoints(Path(checkpoint_dir), cfg.checkpoint_every, key=f"rank{rank}", writer=rank == 0)
-    if serves:
-        serve(cfg, comm, checkpoints)
-        return None
-    return train(cfg, comm, report=report, keep_weights=keep_weights, checkpoints=checkpoints)

@@ -42,7 +42,8 @@ def main(run_dir: str) -> int:
     from commbench.config import RunConfig
     from commbench.store.records import atomic_write
     from commbench.run.devices import dist_backend
-    from commbench.run.train import run_rank, server_count
+    from commbench.run.rank import run_rank
+    from commbench.run.train import server_count
 
     cfg = RunConfig.from_dict(spec["config"])
 

@@ -219,16 +219,16 @@ def test_node_link_is_part_of_the_run_id_and_needs_dist_without_net():
 
 
 def test_a_process_on_links_other_than_node_link_refuses_to_start(monkeypatch):
-    from commbench.run import train
+    from commbench.run import node_link
     from commbench.store import provenance
 
     monkeypatch.setattr(provenance, "link_limits", lambda: {"eth0": 1e9})
-    train.check_node_link("1gbit")  # as asked: no error
+    node_link.check_node_link("1gbit")  # as asked: no error
     with pytest.raises(ConfigError, match=r"links of 100mbit, but .*'s are eth0 at 1000 Mbit/s"):
-        train.check_node_link("100mbit")
+        node_link.check_node_link("100mbit")
     monkeypatch.setattr(provenance, "link_limits", lambda: {})
     with pytest.raises(ConfigError, match="are none limited"):
-        train.check_node_link("100mbit")
+        node_link.check_node_link("100mbit")
 
 
 def _node_link_worker(rank: int, port: int, queue) -> None:
@@ -236,14 +236,14 @@ def _node_link_worker(rank: int, port: int, queue) -> None:
 
     from commbench.config import ConfigError
     from commbench.methods.comm import make_dist_communicator
-    from commbench.run import train
+    from commbench.run import node_link
     from commbench.store import provenance
 
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE="2")
     provenance.link_limits = lambda: {"eth0": 1e8 if rank == 0 else 1e9}  # rank 1's node is not limited to 100mbit
     comm = make_dist_communicator(backend="gloo", timeout_s=60)
     try:
-        train.agree_on_node_link("100mbit", comm)
+        node_link.agree_on_node_link("100mbit", comm)
         queue.put((rank, {"error": None}))
     except ConfigError as exc:
         queue.put((rank, {"error": str(exc)}))
