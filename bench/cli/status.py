@@ -49,9 +49,16 @@ def run(args) -> int:
     if notes and states is None:
         print("(no Slurm commands here: the queue state of submitted runs is unknown)", file=sys.stderr)
     print(", ".join(f"{n} {s}" for s, n in sorted(counts.items())), file=sys.stderr)
-    if line := describe(*time_left(left, every.values())):
+    if line := describe(*time_left(left, every.values(), here=_auto_device())):
         print(line, file=sys.stderr)
     return 0
+
+
+def _auto_device() -> str:
+    """What a run with ``device: auto`` trains on here: the estimate times it by runs on the same device."""
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def _recorded_line(out: Path, run_id: str, record: dict | None, note: dict | None, current: dict, running: dict,
