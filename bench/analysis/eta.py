@@ -78,4 +78,5 @@ def describe(seconds: float, known: int, unknown: int) -> str:
     said = f"about {hours} of training left for {known} run{'s' * (known != 1)}" if known else "no estimate"
     return said + (f"; {unknown} run{'s' * (unknown != 1)} without a finished or running run like them to time"
                    if unknown else "") + (" (from the pace of the runs being trained, and the step times of done runs "
-                                          "of the same kind: task, method, workers, batch, link, precision, threads, model and device)")
+                                          "of the same kind: task, method, workers, batch, link, precision, threads, "
+                                          "model and device)")

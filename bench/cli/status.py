@@ -12,6 +12,7 @@ from commbench.store.records import FINISHED
 
 def run(args) -> int:
     from commbench.analysis.eta import describe, time_left
+    from commbench.run.devices import auto_device_type
     from commbench.launch.owner import holders
     from commbench.launch.queue import queue_states, reconcile, submissions
     from commbench.launch.runner import claims_dir
@@ -49,16 +50,9 @@ def run(args) -> int:
     if notes and states is None:
         print("(no Slurm commands here: the queue state of submitted runs is unknown)", file=sys.stderr)
     print(", ".join(f"{n} {s}" for s, n in sorted(counts.items())), file=sys.stderr)
-    if line := describe(*time_left(left, every.values(), here=_auto_device())):
+    if line := describe(*time_left(left, every.values(), here=auto_device_type())):
         print(line, file=sys.stderr)
     return 0
-
-
-def _auto_device() -> str:
-    """What a run with ``device: auto`` trains on here: the estimate times it by runs on the same device."""
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def _recorded_line(out: Path, run_id: str, record: dict | None, note: dict | None, current: dict, running: dict,

@@ -15,8 +15,13 @@ def describe_device(device: torch.device) -> str:
     return f"cuda ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else device.type
 
 
+def auto_device_type() -> str:
+    """What ``device: auto`` trains on here: the GPU where CUDA is, else the CPU."""
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
 def wants_cuda(cfg: RunConfig) -> bool:
-    return cfg.device == "cuda" or (cfg.device == "auto" and torch.cuda.is_available())
+    return cfg.device == "cuda" or (cfg.device == "auto" and auto_device_type() == "cuda")
 
 
 def dist_backend(cfg: RunConfig) -> str:
