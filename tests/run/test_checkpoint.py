@@ -44,8 +44,11 @@ def computed(history: list[dict]) -> list[dict]:
     return [{k: v for k, v in point.items() if k != "train_s"} for point in history]
 
 def config(method: str, extra: dict, **more):
+    """On the CPU unless a test names the device: "auto" would train on a GPU where the host has one, and the
+    tests that assert the devices a run's stretches trained on mean the CPU."""
     return resolve({"task": "lenet-mnist", "method": method, "dataset": "synthetic", "workers": 2,
-                    "backend": "sim", "steps": STEPS, "eval.every": 4, "global_batch": 16, **extra, **more})
+                    "backend": "sim", "steps": STEPS, "eval.every": 4, "global_batch": 16, "device": "cpu",
+                    **extra, **more})
 
 
 def run(cfg, checkpoints=None, stop_after: int | None = None):
