@@ -9,7 +9,7 @@ import pandas as pd
 
 from commbench.analysis.tta import Arm, speedup, strongest, time_to
 from commbench.config import flat_items, setting_of
-from commbench.store.records import Status, iter_records, timed_on_one_device
+from commbench.store.records import Status, cpu_of, iter_records, timed_on_one_device
 
 COLUMNS = ["task", "dataset", "method", "params", "differs", "workers", "backend", "tier", "steps", "n", "status",
            "top1", "bytes/worker/step", "recv/worker/step", "fp32/sent", "images/s", "comm exposed",
@@ -26,12 +26,6 @@ DATA_COLUMNS = ["task", "dataset", "substitute_for", "method", "params", "differ
 TARGET_BELOW_BASELINE = 0.005
 # what a run's baseline shares with it: its setting less the method's own choices
 METHOD_FIELDS = ("method", "method_params", "method_version", "exchange", "bucket_mb")
-UNKNOWN_CPU = "unknown CPU"
-
-
-def cpu_of(record: dict) -> str:
-    """The CPU a run was timed on (``env.cpu_model``; records from before it was recorded share one unknown)."""
-    return (record.get("env") or {}).get("cpu_model") or UNKNOWN_CPU
 
 
 SHOWN = ("task", "dataset", "method", "workers", "backend", "tier", "steps")  # fields the table shows anyway

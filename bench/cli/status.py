@@ -3,11 +3,13 @@ training time left, from the runs' own pace and the step times of done runs like
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from pathlib import Path
+from typing import Iterable
 
 from commbench.cli.grids import grid_runs
 from commbench.config import ConfigError, RunConfig
-from commbench.store.records import FINISHED
+from commbench.store.records import FINISHED, UNKNOWN_CPU, Status, cpu_of
 
 
 def run(args) -> int:
@@ -52,7 +54,25 @@ def run(args) -> int:
     print(", ".join(f"{n} {s}" for s, n in sorted(counts.items())), file=sys.stderr)
     if line := describe(*time_left(left, every.values(), here=auto_device_type())):
         print(line, file=sys.stderr)
+    if args.grid and any(c.net for c in wanted) and (line := _timed_on_other_cpus(records.values())):
+        print(line, file=sys.stderr)
     return 0
+
+
+def _timed_on_other_cpus(records: Iterable[dict]) -> str:
+    """A speed grid's done CPU runs timed on another CPU than this machine's ("" if none): times compare only
+    within one CPU (the tables pair a method with its baseline only there), so a run timed here pairs with none
+    of them, and a grid half timed on each machine answers nothing."""
+    from commbench.store.provenance import cpu_identity
+
+    here = cpu_identity()[0] or UNKNOWN_CPU
+    other = Counter(cpu_of(r) for r in records if r.get("status") == Status.DONE
+                    and (r.get("env") or {}).get("device", "cpu") == "cpu" and cpu_of(r) != here)
+    if not other:
+        return ""
+    return ("timed on another CPU: " + ", ".join(f"{n} done run{'s' * (n != 1)} on {cpu}" for cpu, n in
+                                                  other.most_common())
+            + f"; this machine is {here}, and times compare only within one CPU: runs timed here pair with none of them")
 
 
 def _recorded_line(out: Path, run_id: str, record: dict | None, note: dict | None, current: dict, running: dict,

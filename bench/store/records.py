@@ -126,6 +126,14 @@ def problem(record: Any) -> str | None:
     return record_problem(record)  # every declared field, by its declared type (store/schema.py)
 
 
+UNKNOWN_CPU = "unknown CPU"
+
+
+def cpu_of(record: dict) -> str:
+    """The CPU a run was timed on (``env.cpu_model``; records from before it was recorded share one unknown)."""
+    return (record.get("env") or {}).get("cpu_model") or UNKNOWN_CPU
+
+
 def one_device(devices: list) -> bool:
     """Whether every stretch of a run trained on the same, known device (``env.devices_by_stretch``; a run never
     resumed lists none): seconds from two machines, or from one a checkpoint did not name, time neither."""

@@ -107,3 +107,25 @@ def test_status_shows_a_checkpoint_carried_in_with_no_record(tmp_path):
     first = proc.stdout.splitlines()[0]
     assert first.startswith(f"to do     {run.run_id}") and f"steps=40/{run.steps} (checkpoint)" in first
     assert all("(checkpoint)" not in line for line in proc.stdout.splitlines()[1:])
+
+
+def test_status_of_a_speed_grid_says_which_done_runs_were_timed_on_another_cpu(tmp_path):
+    """A speed grid is timed on one machine, whole: runs timed here pair with none timed on another CPU, so a
+    campaign resumed on another machine says so before it spends hours on runs that answer nothing."""
+    from commbench.config.grid import expand, load_grid
+    from commbench.store.provenance import cpu_identity
+    from commbench.store.records import make_record, write_record
+
+    here = cpu_identity()[0]
+    speed, accuracy = "bench/grids/campaign/network-fig5.yaml", GRID
+    for grid in (speed, accuracy):
+        runs = expand(load_grid(grid))
+        for run, cpu in zip(runs, ("Other CPU (family 1)", "Other CPU (family 1)", here, None)):
+            write_record(tmp_path, make_record(run.run_id, "done", None, run.to_dict(),
+                                               {"device": "cpu", "cpu_model": cpu}, {"top1": 0.1, "steps": 4}, []))
+    proc = commbench("status", "--out", str(tmp_path), "--grid", speed)
+    assert proc.returncode == 0, proc.stderr
+    assert (f"timed on another CPU: 2 done runs on Other CPU (family 1), 1 done run on unknown CPU; this machine is "
+            f"{here}, and times compare only within one CPU" in proc.stderr)
+    proc = commbench("status", "--out", str(tmp_path), "--grid", accuracy)  # no emulated links: no speed grid
+    assert proc.returncode == 0 and "timed on another CPU" not in proc.stderr, proc.stderr

@@ -6,8 +6,7 @@ import json
 from typing import Callable
 
 from commbench.analysis.papers.runs import NOT_SETTING, exchange_of, overlapped_or_ps, params_of, percent, setting_of
-from commbench.analysis.table import cpu_of
-from commbench.store.records import Status
+from commbench.store.records import Status, cpu_of
 
 
 # the parts of a configuration that must agree between a run and the baseline run it is compared with

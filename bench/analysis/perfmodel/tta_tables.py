@@ -15,11 +15,11 @@ import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from commbench.analysis.table import UNKNOWN_CPU, chosen_params, cpu_of
+from commbench.analysis.table import chosen_params
 from commbench.analysis.tta import STRONG_BASELINES
 from commbench.config import ConfigError
 from commbench.config.parsers import net_rate_bits
-from commbench.store.records import Status, iter_records
+from commbench.store.records import UNKNOWN_CPU, Status, cpu_of, iter_records
 
 from .projection import (TCP_ETHERNET_SHARE, Arm, Links, Segment, exchange_s, relative_error, step_s,
                          time_to_target_s)
