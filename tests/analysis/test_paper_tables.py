@@ -802,6 +802,27 @@ def test_a_threshold_row_on_a_stand_in_is_compared_at_the_papers_share_of_bytes(
     assert rows([beyond])[0]["verdict"] == "untestable here"
 
 
+def test_an_equal_share_row_says_where_the_share_rises_with_the_threshold(tmp_path):
+    """The interpolation takes one share per T, falling as T grows. QGT on LeNet sent less at T=1e-6 than at
+    1e-5 (its one-byte cap throttles training at the smaller T): a row read from such a family says so; a family
+    whose share falls throughout does not."""
+    refs = write_refs(tmp_path / "paper", "threshold", NIN_SHARE_ROWS, analogues=NIN_ON_LENET)
+    results = tmp_path / "results"
+    write_record(results, "base", workers=8, top1=0.98)
+    for t, share in ((0.001, 0.4), (0.004, 0.1)):
+        write_record(results, f"wgt{t}", method="wgt", workers=8, top1=0.97, params={"threshold": t},
+                     paper_bytes=share * 4000, bytes_sent=1000)
+    rising = "the share of bytes here rises with T"
+    accuracy = build("threshold", results, refs)[2]
+    assert accuracy.values and not any(rising in m for m in accuracy.markers)
+    write_record(results, "wgt0.008", method="wgt", workers=8, top1=0.97, params={"threshold": 0.008},
+                 paper_bytes=0.15 * 4000, bytes_sent=1000)
+    accuracy = build("threshold", results, refs)[2]
+    assert any("between T=0.001 (40%) and T=0.004 (10%)" in m for m in accuracy.markers)
+    assert f"{rising} from T=0.004 (10%) to T=0.008 (15%): not one share per T, as the interpolation assumes" \
+        in accuracy.markers
+
+
 def test_equal_share_reads_the_longest_runs_not_the_family_with_more_thresholds(tmp_path):
     """A short family of three thresholds and a long one of two both bracket the paper's 20%: the row reads the
     long one alone (a gap needs half the schedule), never a mix of the two."""

@@ -90,4 +90,9 @@ def at_equal_share(cell: Cell, ref: Reference, runs: list[dict], baselines: list
     cell.markers = markers(cell.records, ref, analogue) + [
         f"at the paper's share of bytes ({100 * share:.3g}% of its baseline's at T={ref.threshold:g}): "
         f"interpolated at T={t_star:.3g} between T={ta:g} ({100 * fa:.3g}%) and T={tb:g} ({100 * fb:.3g}%)"]
+    # the interpolation takes the share to fall as T grows; where it rises between two thresholds run, the paper's
+    # share may also be sent at some other T, and the row's reader should know the map is not one to one
+    cell.markers += [f"the share of bytes here rises with T from T={t0:g} ({100 * s0:.3g}%) to T={t1:g} "
+                     f"({100 * s1:.3g}%): not one share per T, as the interpolation assumes"
+                     for (t0, s0), (t1, s1) in zip(points, points[1:]) if s1 > s0]
     return cell
