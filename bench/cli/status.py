@@ -62,7 +62,7 @@ def run(args) -> int:
 def _timed_on_other_cpus(records: Iterable[dict]) -> str:
     """A speed grid's done CPU runs timed on another CPU than this machine's ("" if none): times compare only
     within one CPU (the tables pair a method with its baseline only there), so a run timed here pairs with none
-    of them, and a grid half timed on each machine answers nothing."""
+    of them."""
     from commbench.store.provenance import cpu_identity
 
     here = cpu_identity()[0] or UNKNOWN_CPU
@@ -70,9 +70,9 @@ def _timed_on_other_cpus(records: Iterable[dict]) -> str:
                     and (r.get("env") or {}).get("device", "cpu") == "cpu" and cpu_of(r) != here)
     if not other:
         return ""
-    return ("timed on another CPU: " + ", ".join(f"{n} done run{'s' * (n != 1)} on {cpu}" for cpu, n in
-                                                  other.most_common())
-            + f"; this machine is {here}, and times compare only within one CPU: runs timed here pair with none of them")
+    elsewhere = ", ".join(f"{n} done run{'s' * (n != 1)} on {cpu}" for cpu, n in other.most_common())
+    return (f"timed on another CPU: {elsewhere}; this machine is {here}, and times compare only within one CPU: "
+            "runs timed here pair with none of them")
 
 
 def _recorded_line(out: Path, run_id: str, record: dict | None, note: dict | None, current: dict, running: dict,
