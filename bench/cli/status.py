@@ -54,7 +54,7 @@ def run(args) -> int:
     print(", ".join(f"{n} {s}" for s, n in sorted(counts.items())), file=sys.stderr)
     if line := describe(*time_left(left, every.values(), here=auto_device_type())):
         print(line, file=sys.stderr)
-    if args.grid and any(c.net for c in wanted) and (line := _timed_on_other_cpus(records.values())):
+    if args.grid and any(c.net or c.node_link for c in wanted) and (line := _timed_on_other_cpus(records.values())):
         print(line, file=sys.stderr)
     return 0
 
