@@ -21,8 +21,9 @@ def run_local_sweep(runs: list[RunConfig], out: Path, show_progress: bool = True
     todo = [c for c in runs if (read_or_set_aside(out, c.run_id) or {}).get("status") not in FINISHED]
     print(f"sweep: {len(runs)} runs, {len(runs) - len(todo)} already finished, {len(todo)} to run", file=sys.stderr)
     bar = Progress("sweep", len(todo), unit="run", every_s=0.0, enabled=show_progress)
-    failed, started, timed = 0, time.monotonic(), 0  # timed: runs this sweep trained (skipped ones cost nothing)
+    failed, timed, timed_s = 0, 0, 0.0  # the whole runs this sweep trained, and their seconds
     for i, cfg in enumerate(todo):
+        began = time.monotonic()
         try:
             result = execute(cfg, out, show_progress=show_progress)
         except RunningElsewhere as exc:  # another lane has it: its record will say how it went
@@ -38,8 +39,9 @@ def run_local_sweep(runs: list[RunConfig], out: Path, show_progress: bool = True
             print(f"skip: {cfg.run_id} already {result.record['status']}, since this sweep began", flush=True)
         else:
             print(summary(cfg, result.record), flush=True)
-            timed += 1
-        bar.update(i + 1, note=time_left(started, timed, len(todo) - i - 1))
+            if times_a_whole_run(result.record):
+                timed, timed_s = timed + 1, timed_s + time.monotonic() - began
+        bar.update(i + 1, note=time_left(timed_s, timed, len(todo) - i - 1))
         if result.record["status"] == Status.INTERRUPTED:  # the stop signal was for the sweep: stop it too
             bar.close()
             print("commbench: sweep stopped by a checkpoint signal; run it again to resume", file=sys.stderr)
@@ -48,11 +50,19 @@ def run_local_sweep(runs: list[RunConfig], out: Path, show_progress: bool = True
     return 1 if failed else 0
 
 
-def time_left(started: float, trained: int, remaining: int) -> str:
-    """The sweep's estimated time left, from the runs it trained so far (the next ones like them): "about 3h 20m
-    left " (``commbench status --grid`` estimates from each run's own pace)."""
+def times_a_whole_run(record: dict) -> bool:
+    """Whether a run's seconds in this sweep stand for a whole run like the next ones: it finished, and trained
+    from step 0 here. A run resumed from a checkpoint trained only its rest, and an interrupted one stopped part-way;
+    counting either would make the next runs look shorter than they are (a GRACE run stopped at step 398 of 4,009
+    once gave "about 4h 50m left" for runs of 17 hours each)."""
+    return record.get("status") in FINISHED and not (record.get("env") or {}).get("resumed_at_steps")
+
+
+def time_left(trained_s: float, trained: int, remaining: int) -> str:
+    """The sweep's estimated time left, from the ``trained`` whole runs it trained so far in ``trained_s`` seconds
+    (the next ones like them): "about 3h 20m left " (``commbench status --grid`` estimates from each run's own pace)."""
     if not trained or not remaining:
         return ""
-    seconds = (time.monotonic() - started) / trained * remaining
+    seconds = trained_s / trained * remaining
     hours, minutes = divmod(int(seconds // 60), 60)
     return f"about {f'{hours}h ' if hours else ''}{minutes}m left "
