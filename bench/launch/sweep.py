@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 from commbench.config import RunConfig
@@ -23,7 +22,6 @@ def run_local_sweep(runs: list[RunConfig], out: Path, show_progress: bool = True
     bar = Progress("sweep", len(todo), unit="run", every_s=0.0, enabled=show_progress)
     failed, timed, timed_s = 0, 0, 0.0  # the whole runs this sweep trained, and their seconds
     for i, cfg in enumerate(todo):
-        began = time.monotonic()
         try:
             result = execute(cfg, out, show_progress=show_progress)
         except RunningElsewhere as exc:  # another lane has it: its record will say how it went
@@ -40,7 +38,7 @@ def run_local_sweep(runs: list[RunConfig], out: Path, show_progress: bool = True
         else:
             print(summary(cfg, result.record), flush=True)
             if times_a_whole_run(result.record):
-                timed, timed_s = timed + 1, timed_s + time.monotonic() - began
+                timed, timed_s = timed + 1, timed_s + result.record["metrics"]["wall_s"]
         bar.update(i + 1, note=time_left(timed_s, timed, len(todo) - i - 1))
         if result.record["status"] == Status.INTERRUPTED:  # the stop signal was for the sweep: stop it too
             bar.close()
