@@ -39,11 +39,11 @@ def run_local_sweep(runs: list[RunConfig], out: Path, show_progress: bool = True
             print(summary(cfg, result.record), flush=True)
             if times_a_whole_run(result.record):
                 timed, timed_s = timed + 1, timed_s + result.record["metrics"]["wall_s"]
-        bar.update(i + 1, note=time_left(timed_s, timed, len(todo) - i - 1))
         if result.record["status"] == Status.INTERRUPTED:  # the stop signal was for the sweep: stop it too
-            bar.close()
+            bar.close()  # not counted as one of the runs done: it resumes when the sweep runs again
             print("commbench: sweep stopped by a checkpoint signal; run it again to resume", file=sys.stderr)
             return EXIT_INTERRUPTED
+        bar.update(i + 1, note=time_left(timed_s, timed, len(todo) - i - 1))
     bar.close()
     return 1 if failed else 0
 
