@@ -217,7 +217,9 @@ class TernGrad(Method):
                 if count is not None:  # Figure 4(c): the zero trits of the largest ternarized tensor
                     self.comm.ledger.add_extra("zero_trits_largest", w.rank, float(zeros[count]))
                     self.comm.ledger.add_extra("trits_largest", w.rank, float(sizes[count]))
-                payloads.append(packed if shared is not None else torch.cat([as_bytes(own), packed]))
+                # the scalers come back on the CPU (computed there), the trits where the gradient is: on a GPU
+                # the payload is built on the GPU (GRACE's unshared scalers once failed there)
+                payloads.append(packed if shared is not None else torch.cat([as_bytes(own.to(packed.device)), packed]))
         gathered = self.comm.allgather_async(payloads, same_size=True) if tern else None
         summed = self.comm.allreduce_async([self.flatten(g, floats) for g in grads]) if floats else None
         offsets = prepared[0][0] if prepared else None

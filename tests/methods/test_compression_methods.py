@@ -19,7 +19,7 @@ SHAPES = {"fc.weight": (4, 3), "fc.bias": (4,), "out.weight": (2, 4), "out.bias"
 def workers(n, device="cpu"):
     out = []
     for rank in range(n):
-        params = {k: torch.zeros(s, requires_grad=True) for k, s in SHAPES.items()}
+        params = {k: torch.zeros(s, device=device, requires_grad=True) for k, s in SHAPES.items()}
         out.append(Worker(rank, params, torch.optim.SGD(params.values(), lr=0.0), seed=100 + rank))
     return out
 
@@ -29,9 +29,9 @@ def grads(n, seed=0, scale=1.0):
     return [{k: torch.randn(s, generator=g) * scale for k, s in SHAPES.items()} for _ in range(n)]
 
 
-def averaged(method_cls, params, n, gs, step=0):
+def averaged(method_cls, params, n, gs, step=0, device="cpu"):
     comm = SimCommunicator(n, num_servers=method_cls.servers_needed(params))
-    ws = workers(n)
+    ws = workers(n, device)
     method = method_cls(comm, ws, params, {})
     method.step(gs, lr=0.0, step=step)
     return ws, comm
@@ -56,6 +56,21 @@ def test_without_scaler_sharing_the_bound_does_not_hold():
     levels = [len(torch.unique(averaged(TernGrad, TernGradParams(wd_in_grad=False, scaler_sharing=False, clip=0), n,
                                         big, step=step)[0][0].params["fc.weight"].grad)) for step in range(5)]
     assert max(levels) > 2 * n + 1, levels
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (the GPU check runs it)")
+@pytest.mark.parametrize("sharing", [True, False])
+def test_terngrad_on_the_gpu_averages_as_on_the_cpu(sharing):
+    """The scalers are computed on the CPU and the trits packed where the gradient is: without sharing (GRACE's
+    setting) each payload carries its worker's scalers, which once failed on a GPU (tensors on two devices)."""
+    params, gs = TernGradParams(wd_in_grad=False, scaler_sharing=sharing), grads(3, seed=5)
+    on_cpu, cpu_comm = averaged(TernGrad, params, 3, gs, step=2)
+    on_gpu, gpu_comm = averaged(TernGrad, params, 3, [{k: v.cuda() for k, v in g.items()} for g in gs], step=2,
+                                device="cuda")
+    for name in SHAPES:
+        torch.testing.assert_close(on_gpu[0].params[name].grad.cpu(), on_cpu[0].params[name].grad, rtol=1e-6,
+                                   atol=1e-7)
+    assert gpu_comm.ledger.sent == cpu_comm.ledger.sent
 
 
 def test_terngrad_counts_the_zero_trits_of_its_largest_tensor():
