@@ -240,7 +240,8 @@ class TernGrad(Method):
                                                                                         shared, buffer))
                         self.decoded[tern[0]] = means[0]
                     else:
-                        scaler_sizes = torch.tensor(sizes if self.params.layerwise else [sum(sizes)])
+                        scaler_sizes = torch.tensor(sizes if self.params.layerwise else [sum(sizes)],
+                                                    device=self.sizes_t.device)  # beside the payloads (a GPU's)
                         means = self.per_worker(everyone, lambda pay: mean_of_trits(pay, None, scaler_sizes,
                                                                                     self.unpack))
                     for o, mean, g in zip(out, means, grads):
