@@ -16,7 +16,7 @@ from commbench.launch.local import launch_local
 from commbench.launch.owner import Claimed, claim, unwind_on_sigterm
 from commbench.launch.preflight import check_machine
 from commbench.launch.progress import Progress, ProgressFile
-from commbench.store.provenance import collect_env, git_state, now
+from commbench.store.provenance import code_changed_since, code_loaded, collect_env, now
 from commbench.store.safe_io import write_with
 from commbench.store.records import (EMPTY_METRICS, FINISHED, Status, UnreadableRecord, make_record,
                                      read_or_set_aside, read_record, write_record)
@@ -72,6 +72,22 @@ def under_outside_launcher() -> bool:
 def one_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+class CodeChanged(RuntimeError):
+    """The checkout's code moved on since this process started: a run now would not be the code its record names."""
+
+
+def code_of_this_process() -> tuple[str | None, bool | None]:
+    """(SHA, dirty) of the code a run of this process runs: the checkout as the process found it, since its modules
+    were imported then. Once the checkout's code has changed (a commit or an edit outside results/), a sim run
+    would run the old code and a dist run's new worker processes the new, so the run is refused: its record
+    could name neither. A job told its code (COMMBENCH_GIT_SHA, a snapshot) runs that copy, which does not move."""
+    sha, dirty = code_loaded()
+    if sha and not dirty and "COMMBENCH_GIT_SHA" not in os.environ and code_changed_since(sha):
+        raise CodeChanged(f"the code changed since this process started at {sha[:12]} (a commit or an edit "
+                          f"outside results/): a run now would not be the code its record names; start it again")
+    return sha, dirty
 
 
 class RunningElsewhere(RuntimeError):
@@ -187,7 +203,7 @@ class Attempt:
 
     def __init__(self, cfg: RunConfig, out: Path, save_weights: bool):
         self.cfg, self.out, self.save_weights = cfg, out, save_weights
-        self.started_at, self.t0, self.code = now(), time.perf_counter(), git_state()
+        self.started_at, self.t0, self.code = now(), time.perf_counter(), code_of_this_process()
         self.outside = cfg.backend == "dist" and under_outside_launcher()
         self.quiet = self.outside and os.environ["RANK"] != "0"  # one progress line per run, from rank 0
         self.world = {"world_size": cfg.workers, "dist_backend": None}

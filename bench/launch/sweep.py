@@ -15,7 +15,10 @@ def run_local_sweep(runs: list[RunConfig], out: Path, show_progress: bool = True
     is not run again; an unreadable record is moved aside (said in one line) and its run runs again; a run
     another process is training (another sweep over the same folder) is left to it, so sweeps can run side by
     side over one grid, each taking the next run no one holds."""
-    from commbench.launch.runner import RecordNotWritten, RunningElsewhere, execute, summary
+    from commbench.launch.runner import CodeChanged, RecordNotWritten, RunningElsewhere, execute, summary
+    from commbench.store.provenance import code_loaded
+
+    code_loaded()  # the code this sweep imported: each run's record names it, and a run is refused once it moves
 
     todo = [c for c in runs if (read_or_set_aside(out, c.run_id) or {}).get("status") not in FINISHED]
     print(f"sweep: {len(runs)} runs, {len(runs) - len(todo)} already finished, {len(todo)} to run", file=sys.stderr)
@@ -28,7 +31,8 @@ def run_local_sweep(runs: list[RunConfig], out: Path, show_progress: bool = True
             print(f"skip: {exc}", flush=True)
             bar.update(i + 1)
             continue
-        except RecordNotWritten as exc:  # the disk is full or gone: the next runs would fail the same way
+        except (RecordNotWritten, CodeChanged) as exc:  # the disk is full or gone, or the code moved on: the
+            # next runs would fail the same way
             bar.close()
             print(f"commbench: {exc}; sweep stopped", file=sys.stderr)
             return 1

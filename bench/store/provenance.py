@@ -35,6 +35,27 @@ def git_state(root: Path = SOURCE_ROOT) -> tuple[str | None, bool | None]:
         return None, None
 
 
+_LOADED: dict[Path, tuple[str | None, bool | None]] = {}
+
+
+def code_loaded(root: Path = SOURCE_ROOT) -> tuple[str | None, bool | None]:
+    """(SHA, dirty) of the checkout when this process first asked: the code a long-lived process (a sweep)
+    imported, which later commits and edits do not change in it."""
+    if root not in _LOADED:
+        _LOADED[root] = git_state(root)
+    return _LOADED[root]
+
+
+def code_changed_since(sha: str, root: Path = SOURCE_ROOT) -> bool:
+    """Whether the checkout's code differs from commit ``sha``, committed since or edited (results/ aside: the
+    records written while a sweep runs are not code). False where git cannot tell."""
+    try:
+        return subprocess.run(["git", "-C", str(root), "diff", "--quiet", sha, "--", ".", ":(exclude)results"],
+                              capture_output=True, timeout=10).returncode == 1
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
 def slurm_job_id() -> str | None:
     """The id users type into scancel and sacct: ``ARRAYID_TASK`` for a task of a job array."""
     if os.environ.get("SLURM_ARRAY_JOB_ID") and os.environ.get("SLURM_ARRAY_TASK_ID"):
