@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import datetime
+import functools
 import importlib.metadata
 import json
 import os
@@ -35,15 +36,11 @@ def git_state(root: Path = SOURCE_ROOT) -> tuple[str | None, bool | None]:
         return None, None
 
 
-_LOADED: dict[Path, tuple[str | None, bool | None]] = {}
-
-
+@functools.cache
 def code_loaded(root: Path = SOURCE_ROOT) -> tuple[str | None, bool | None]:
     """(SHA, dirty) of the checkout when this process first asked: the code a long-lived process (a sweep)
     imported, which later commits and edits do not change in it."""
-    if root not in _LOADED:
-        _LOADED[root] = git_state(root)
-    return _LOADED[root]
+    return git_state(root)
 
 
 def code_changed_since(sha: str, root: Path = SOURCE_ROOT) -> bool:
