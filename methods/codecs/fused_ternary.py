@@ -134,6 +134,8 @@ def decode_shared(payloads: list[torch.Tensor], n: int, offsets: np.ndarray, sca
 def _compile():
     if numba is None:
         return None
+    from numba.extending import register_jitable
+
     u32 = numba.uint32
     cache = cache_ok(__file__)
     exact = {"cache": cache, "nogil": True, "error_model": "numpy"}  # arithmetic rounded as written
@@ -207,7 +209,9 @@ def _compile():
         both payloads and writes the floats once. Code c is trit c - 1, so the level is the sum minus N."""
         shift, divisor = u32(2 * field), u32(3 ** field)
 
-        @numba.njit(**exact, inline="always")
+        # compiled into each caller, not a dispatcher of its own: a dispatcher in the callers' closures pickles
+        # with a random id, so their keys in numba's cache changed in every process and they were compiled again
+        @register_jitable(inline="always", nogil=True, error_model="numpy")
         def code(byte):
             return np.float32(np.int32((u32(byte) // divisor) % u32(3) if base3 else (u32(byte) >> shift) & u32(3)))
 

@@ -35,12 +35,18 @@ CHUNK = 2048
 def _compile():
     if numba is None:
         return None, None, None
+    from numba.extending import register_jitable
+
     cache = cache_ok(__file__)
     jit = numba.njit(cache=cache, nogil=True, error_model="numpy")
+    # The kernels that only other kernels call are compiled into their callers (``part``), not made dispatchers
+    # of their own: a dispatcher in a caller's closure pickles with a random id, so the caller's key in numba's
+    # cache changed in every process and it was compiled again (5-10 s in each process of a threshold method).
+    part = register_jitable(nogil=True, error_model="numpy")
 
     # The vector passes: accumulate, compare, and subtract from the residual what each sent element carries; per
     # element a flag (0: kept; else 1, plus 2 where negative) and WGT's float32 value or QGT's multiple
-    @jit
+    @part
     def accumulate_values(acc, contribution, t64, sent, value):
         count = 0
         for c in range(acc.size):
@@ -53,7 +59,7 @@ def _compile():
             count += s
         return count
 
-    @jit
+    @part
     def accumulate_signs(acc, contribution, t, sent):
         t64 = np.float64(t)
         count = 0
@@ -66,7 +72,7 @@ def _compile():
             count += s
         return count
 
-    @jit
+    @part
     def accumulate_multiples(acc, contribution, t, sent, multiple):
         t64 = np.float64(t)
         count = 0
@@ -81,7 +87,7 @@ def _compile():
             count += s
         return count
 
-    @jit
+    @part
     def mark(bits, sent, plane):
         for c in range(bits.size):
             bits[c] |= (sent[c] & 1) << plane
@@ -90,7 +96,7 @@ def _compile():
     # for wrap-around), in a loop per kind. No select here: the compiler makes a branch of a select on a loaded
     # flag, mispredicted once in three at a third sent. A chunk with few sent skips eight elements at a time where
     # none is; a dense one runs the plain loop.
-    @jit
+    @part
     def compact_values(sent, flags, value, lo, k, values, codes, dense):
         at = numba.uint64(k)
         if dense:
@@ -109,7 +115,7 @@ def _compile():
                 at += numba.uint64(sent[c])
         return np.int64(at)
 
-    @jit
+    @part
     def compact_signs(sent, flags, multiple, lo, k, codes, negative, multiples, with_multiples, dense):
         at = numba.uint64(k)
         if dense:
@@ -178,7 +184,7 @@ def _compile():
                     byte |= np.uint8(negative[q]) << np.uint8(plane)
             out[j] = byte
 
-    @jit
+    @part
     def flags_of(bits, plane, sent):
         count = 0
         for c in range(bits.size):
@@ -187,7 +193,7 @@ def _compile():
             count += f
         return count
 
-    @jit
+    @part
     def expand(sent, flags, vals, p, value, dense):
         """Each sent element of the chunk gets the next value, from number ``p`` on; returns the next number.
         ``flags``: the chunk buffer behind ``sent``, eight flags a word."""
@@ -207,7 +213,7 @@ def _compile():
                 at += numba.uint64(sent[c])
         return np.int64(at)
 
-    @jit
+    @part
     def add_where(total, sent, value):
         for c in range(total.size):  # the element keeps its total where nothing was sent
             x = total[c]

@@ -298,13 +298,16 @@ DIST_CASES = {"ps": ["--set", "method.topology=ps"], "ps2": ["--set", "method.se
 
 @pytest.fixture(scope="module")
 def sim_and_dist(data_root, tmp_path_factory):
+    """Each transport's run, once. One evaluation, at the end: the tests compare weights and bytes, and each
+    evaluation of the local and the global model over Fashion-MNIST's 10,000 test images costs seconds."""
     out = tmp_path_factory.mktemp("ssd")
     runs = {}
     for case, extra in DIST_CASES.items():
         for backend in ("sim", "dist"):
             proc = commbench("run", "--task", "lenet-mnist", "--dataset", "fashion-mnist", "--method", "ssdsgd",
                              "--workers", "2", "--backend", backend, "--steps", "30", "--set", "method.k=4",
-                             "--set", "method.warmup=7", *extra, "--set", f"data_root={data_root}",
+                             "--set", "method.warmup=7", "--set", "eval.every=30", *extra,
+                             "--set", f"data_root={data_root}",
                              "--save-weights", "--quiet", "--out", str(out / case / backend))
             assert proc.returncode == 0, proc.stderr
             (path,) = (out / case / backend / "runs").glob("*.json")
