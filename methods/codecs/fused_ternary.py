@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .jit import cache_ok, numba
+from .jit import cache_ok, called_by_kernels, numba
 
 SCALE24 = np.float32(2.0 ** -24)
 PACKINGS = ("2bit", "base3")
@@ -134,8 +134,6 @@ def decode_shared(payloads: list[torch.Tensor], n: int, offsets: np.ndarray, sca
 def _compile():
     if numba is None:
         return None
-    from numba.extending import register_jitable
-
     u32 = numba.uint32
     cache = cache_ok(__file__)
     exact = {"cache": cache, "nogil": True, "error_model": "numpy"}  # arithmetic rounded as written
@@ -209,9 +207,7 @@ def _compile():
         both payloads and writes the floats once. Code c is trit c - 1, so the level is the sum minus N."""
         shift, divisor = u32(2 * field), u32(3 ** field)
 
-        # compiled into each caller, not a dispatcher of its own: a dispatcher in the callers' closures pickles
-        # with a random id, so their keys in numba's cache changed in every process and they were compiled again
-        @register_jitable(inline="always", nogil=True, error_model="numpy")
+        @called_by_kernels(inline="always")
         def code(byte):
             return np.float32(np.int32((u32(byte) // divisor) % u32(3) if base3 else (u32(byte) >> shift) & u32(3)))
 

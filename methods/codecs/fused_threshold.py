@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from . import sparse
-from .jit import cache_ok, numba
+from .jit import cache_ok, called_by_kernels, numba
 
 KIND_CODE = {"wgt": 0, "bgt": 1, "qgt": 2}
 # Elements are taken a chunk at a time (it stays in the L1 cache): first the passes with no dependence between
@@ -35,14 +35,9 @@ CHUNK = 2048
 def _compile():
     if numba is None:
         return None, None, None
-    from numba.extending import register_jitable
-
     cache = cache_ok(__file__)
     jit = numba.njit(cache=cache, nogil=True, error_model="numpy")
-    # The kernels that only other kernels call are compiled into their callers (``part``), not made dispatchers
-    # of their own: a dispatcher in a caller's closure pickles with a random id, so the caller's key in numba's
-    # cache changed in every process and it was compiled again (5-10 s in each process of a threshold method).
-    part = register_jitable(nogil=True, error_model="numpy")
+    part = called_by_kernels()  # compiled into select and add, so that numba's cache serves those in every process
 
     # The vector passes: accumulate, compare, and subtract from the residual what each sent element carries; per
     # element a flag (0: kept; else 1, plus 2 where negative) and WGT's float32 value or QGT's multiple

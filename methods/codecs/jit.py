@@ -37,3 +37,12 @@ if numba is not None:
 def cache_ok(module_file: str) -> bool:
     """Cache compiled code beside the module where that folder can be written (else compile once per process)."""
     return os.access(os.path.dirname(os.path.abspath(module_file)), os.W_OK) or bool(os.environ.get("NUMBA_CACHE_DIR"))
+
+
+def called_by_kernels(**options):
+    """The decorator for a kernel that only other kernels call: compiled into each caller, not a dispatcher of its
+    own. A dispatcher held in a caller's closure pickles with a random id, so the caller's key in numba's cache
+    would change in every process and the caller would be compiled again each time (seconds per process)."""
+    from numba.extending import register_jitable
+
+    return register_jitable(nogil=True, error_model="numpy", **options)
