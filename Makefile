@@ -7,7 +7,7 @@ STAMP   = $(VENV)/.installed
 FASHION = /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
 SUDO    = $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test test-all bench report campaign campaign-status campaign-stop campaign-net campaign-2node data clean
+.PHONY: run test test-slow test-all bench report campaign campaign-status campaign-stop campaign-net campaign-2node data clean
 
 # strict editable mode: the package is a tree of links under build/ that type checkers and editors follow (the
 # default mode's import hook they cannot). A link tree knows only the files that existed at install: so the list of
@@ -47,6 +47,11 @@ run: $(STAMP) $(FASHION)
 
 test: $(STAMP) $(FASHION)
 	$(PY) -m pytest -q --durations=10
+
+# The slow tier: the same properties as the fast one at further settings (another worker count, another
+# topology, the other ImageNet models), each an extra multi-process or large-model run.
+test-slow: $(STAMP) $(FASHION)
+	$(PY) -m pytest -q -m slow
 
 test-all: $(STAMP) $(FASHION)
 	$(PY) -m pytest -q -m ''

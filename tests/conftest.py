@@ -23,3 +23,30 @@ def commbench(*args: str, cwd: Path | None = None, timeout: float = 600) -> subp
     """The real command line, in a child process: exit codes and stderr as a user sees them."""
     return subprocess.run([sys.executable, "-m", "commbench", *args], capture_output=True, text=True,
                           cwd=cwd or REPO, timeout=timeout)
+
+
+def run_and_load(*args: str) -> tuple[dict, dict]:
+    """``commbench run ARGS --save-weights``: its record and its weights. A dist run goes through the real
+    command line (launcher and worker processes); a sim run is the same command resolved and executed in this
+    process. The tests that call this compare what the transports compute, and a child process would add only
+    its start (some 5 s of imports) to each sim run: the command line's own behaviour has its own tests."""
+    import json
+
+    import torch
+
+    from commbench.cli import build_parser, run_settings
+    from commbench.config import resolve
+    from commbench.launch.runner import execute
+
+    args = (*args, "--save-weights", "--quiet")
+    parsed = build_parser().parse_args(["run", *args])
+    cfg = resolve(run_settings(parsed))
+    if cfg.backend == "dist":
+        proc = commbench("run", *args)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.split(":")[0].strip() == cfg.run_id
+        record = json.loads((Path(parsed.results) / "runs" / f"{cfg.run_id}.json").read_text())
+    else:
+        record = execute(cfg, Path(parsed.results), save_weights=True, show_progress=False).record
+        assert record["status"] == "done", record["error"]
+    return record, torch.load(Path(parsed.results) / "weights" / f"{record['run_id']}.pt")

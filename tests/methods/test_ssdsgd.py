@@ -3,7 +3,6 @@ on both topologies, equality with synchronous SGD during warm-up, and sim == dis
 (Algorithm 1 line by line on a tiny model: test_ssdsgd_algorithm1.py.)"""
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from commbench.methods.comm import SimCommunicator
 from commbench.methods.ps import shard
 from commbench.methods.ssdsgd import SSDSGD, SSDSGDParams, glu_grad_sync, pulls_at
 
-from ..conftest import commbench
+from ..conftest import commbench, run_and_load
 
 
 # -- Algorithm 1's schedule ---------------------------------------------------------------------------------
@@ -245,11 +244,15 @@ def run_sim(data_root: Path, out: Path, method: str, **settings):
     return result.record, torch.load(out / "weights" / f"{result.record['run_id']}.pt")
 
 
+# The parameter server in the fast tier; two servers and the all-reduce topology repeat it in the slow one (their
+# transports against sim: test_ssdsgd_algorithm1.py and sim_and_dist below).
 @pytest.mark.parametrize("settings", [
-    {"method.topology": "ps", "method.local_rule": "glu"},
-    {"method.topology": "ps", "method.local_rule": "none", "method.servers": 2},
-    {"method.topology": "allreduce", "method.local_rule": "glu"},
-], ids=["ps-glu", "ps2-none", "allreduce-glu"])
+    pytest.param({"method.topology": "ps", "method.local_rule": "glu"}, id="ps-glu"),
+    pytest.param({"method.topology": "ps", "method.local_rule": "none", "method.servers": 2}, id="ps2-none",
+                 marks=pytest.mark.slow),
+    pytest.param({"method.topology": "allreduce", "method.local_rule": "glu"}, id="allreduce-glu",
+                 marks=pytest.mark.slow),
+])
 def test_a_warm_up_over_the_whole_run_is_synchronous_sgd_exactly(data_root, tmp_path, settings):
     """Algorithm 1's warm-up (lines 3-14) is SSGD: a run that never leaves it computes the baseline's weights."""
     base_rec, base_w = run_sim(data_root, tmp_path, "baseline")
@@ -267,8 +270,9 @@ def test_server_average_is_the_baselines_ema(data_root, tmp_path):
     assert rec["metrics"]["top1"] == base_rec["metrics"]["top1"]
 
 
-@pytest.mark.parametrize("settings", [{"method.k": 1, "method.warmup": 9}, {"method.k": 4, "method.warmup": 3}],
-                         ids=["k1", "k4"])
+@pytest.mark.parametrize("settings", [pytest.param({"method.k": 1, "method.warmup": 9}, id="k1"),
+                                      pytest.param({"method.k": 4, "method.warmup": 3}, id="k4",
+                                                   marks=pytest.mark.slow)])  # k = 1, the subtle case, is fast
 def test_delay_changes_the_run(data_root, tmp_path, settings):
     """After warm-up SSD-SGD is not SSGD, at k = 1 too (it computes on locally updated weights)."""
     _, base_w = run_sim(data_root, tmp_path, "baseline", **{"method.topology": "ps"})
@@ -304,15 +308,10 @@ def sim_and_dist(data_root, tmp_path_factory):
     runs = {}
     for case, extra in DIST_CASES.items():
         for backend in ("sim", "dist"):
-            proc = commbench("run", "--task", "lenet-mnist", "--dataset", "fashion-mnist", "--method", "ssdsgd",
-                             "--workers", "2", "--backend", backend, "--steps", "30", "--set", "method.k=4",
-                             "--set", "method.warmup=7", "--set", "eval.every=30", *extra,
-                             "--set", f"data_root={data_root}",
-                             "--save-weights", "--quiet", "--out", str(out / case / backend))
-            assert proc.returncode == 0, proc.stderr
-            (path,) = (out / case / backend / "runs").glob("*.json")
-            rec = json.loads(path.read_text())
-            runs[case, backend] = rec, torch.load(out / case / backend / "weights" / f"{rec['run_id']}.pt")
+            runs[case, backend] = run_and_load(
+                "--task", "lenet-mnist", "--dataset", "fashion-mnist", "--method", "ssdsgd", "--workers", "2",
+                "--backend", backend, "--steps", "30", "--set", "method.k=4", "--set", "method.warmup=7",
+                "--set", "eval.every=30", *extra, "--set", f"data_root={data_root}", "--out", str(out / case / backend))
     return runs
 
 

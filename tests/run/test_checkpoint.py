@@ -171,7 +171,9 @@ def _signal_when_started(proc: subprocess.Popen, log: Path, wait_s: float = 120)
     raise AssertionError(f"the run never showed progress: {log.read_text()[-500:]}")
 
 
-@pytest.mark.parametrize("backend", ["sim", "dist"])
+# A sim run stopped by a signal and resumed: test_a_run_stopped_by_a_signal_and_resumed_equals_an_uninterrupted_run
+# (in this process); through the command line it repeats in the slow tier.
+@pytest.mark.parametrize("backend", [pytest.param("sim", marks=pytest.mark.slow), "dist"])
 def test_cli_run_stopped_by_sigusr2_leaves_an_interrupted_record_and_the_same_command_resumes(backend, tmp_path):
     args = ["run", "--task", "lenet-mnist", "--method", "ssdsgd", "--dataset", "synthetic", "--workers", "2",
             "--backend", backend, "--steps", "60", "--set", "method.k=2", "--set", "method.warmup=3",

@@ -3,8 +3,6 @@ optimizer (their values agree by construction), each its own buffers and gradien
 real gloo processes compute, bit for bit, on a BatchNorm model too."""
 from __future__ import annotations
 
-import json
-
 import pytest
 import torch
 
@@ -12,7 +10,7 @@ from commbench.config import resolve
 from commbench.methods.comm import SimCommunicator
 from commbench.run.train import Trainer, server_count
 
-from ..conftest import commbench
+from ..conftest import run_and_load
 
 
 def sim_trainer(method: str, **settings) -> Trainer:
@@ -42,20 +40,16 @@ def test_ssdsgds_workers_keep_their_own_parameters():
     assert t.workers[0].optimizer is not t.workers[1].optimizer
 
 
-@pytest.mark.parametrize("method", ["baseline", "terngrad"])
+@pytest.mark.parametrize("method", [pytest.param("baseline", marks=pytest.mark.slow), "terngrad"])
 def test_sim_and_dist_agree_on_a_batch_norm_model(tmp_path, method):
     """ResNet-20 (BatchNorm) for 3 steps, 2 workers: the same weights and BatchNorm statistics in one process
     as in two gloo processes."""
-    out = {}
-    for backend in ("sim", "dist"):
-        proc = commbench("run", "--task", "resnet20-cifar10", "--dataset", "synthetic", "--method", method,
-                         "--workers", "2", "--backend", backend, "--steps", "3", "--set", "global_batch=8",
-                         "--set", "eval.every=3", "--save-weights", "--quiet", "--out", str(tmp_path / backend))
-        assert proc.returncode == 0, proc.stderr
-        run_id = proc.stdout.split(":")[0].strip()
-        record = json.loads((tmp_path / backend / "runs" / f"{run_id}.json").read_text())
-        out[backend] = (record["metrics"], torch.load(tmp_path / backend / "weights" / f"{run_id}.pt"))
-    (m_sim, w_sim), (m_dist, w_dist) = out["sim"], out["dist"]
+    (sim, w_sim), (dist, w_dist) = (
+        run_and_load("--task", "resnet20-cifar10", "--dataset", "synthetic", "--method", method, "--workers", "2",
+                     "--backend", backend, "--steps", "3", "--set", "global_batch=8", "--set", "eval.every=3",
+                     "--out", str(tmp_path / backend))
+        for backend in ("sim", "dist"))
+    m_sim, m_dist = sim["metrics"], dist["metrics"]
     assert any("running_mean" in k for k in w_sim)
     assert all(torch.equal(w_sim[k], w_dist[k]) for k in w_sim)
     assert m_sim["final_weights"] == m_dist["final_weights"] and m_sim["bytes_sent"] == m_dist["bytes_sent"]
