@@ -25,6 +25,17 @@ def commbench(*args: str, cwd: Path | None = None, timeout: float = 600) -> subp
                           cwd=cwd or REPO, timeout=timeout)
 
 
+def execute_and_load(cfg, out: Path) -> tuple[dict, dict]:
+    """Run ``cfg`` in this process into ``out`` with its weights saved: its record (done) and its weights."""
+    import torch
+
+    from commbench.launch.runner import execute
+
+    record = execute(cfg, out, save_weights=True, show_progress=False).record
+    assert record["status"] == "done", record["error"]
+    return record, torch.load(out / "weights" / f"{record['run_id']}.pt")
+
+
 def run_and_load(*args: str) -> tuple[dict, dict]:
     """``commbench run ARGS --save-weights``: its record and its weights. A dist run goes through the real
     command line (launcher and worker processes); a sim run is the same command resolved and executed in this
@@ -36,17 +47,14 @@ def run_and_load(*args: str) -> tuple[dict, dict]:
 
     from commbench.cli import build_parser, run_settings
     from commbench.config import resolve
-    from commbench.launch.runner import execute
 
     args = (*args, "--save-weights", "--quiet")
     parsed = build_parser().parse_args(["run", *args])
-    cfg = resolve(run_settings(parsed))
-    if cfg.backend == "dist":
-        proc = commbench("run", *args)
-        assert proc.returncode == 0, proc.stderr
-        assert proc.stdout.split(":")[0].strip() == cfg.run_id
-        record = json.loads((Path(parsed.results) / "runs" / f"{cfg.run_id}.json").read_text())
-    else:
-        record = execute(cfg, Path(parsed.results), save_weights=True, show_progress=False).record
-        assert record["status"] == "done", record["error"]
-    return record, torch.load(Path(parsed.results) / "weights" / f"{record['run_id']}.pt")
+    cfg, out = resolve(run_settings(parsed)), Path(parsed.results)
+    if cfg.backend != "dist":
+        return execute_and_load(cfg, out)
+    proc = commbench("run", *args)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split(":")[0].strip() == cfg.run_id
+    record = json.loads((out / "runs" / f"{cfg.run_id}.json").read_text())
+    return record, torch.load(out / "weights" / f"{cfg.run_id}.pt")

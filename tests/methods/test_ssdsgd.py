@@ -10,14 +10,13 @@ import pytest
 import torch
 
 from commbench.config import resolve
-from commbench.launch.runner import execute
 from commbench.methods import Worker
 from commbench.methods.baseline import Baseline, BaselineParams
 from commbench.methods.comm import SimCommunicator
 from commbench.methods.ps import shard
 from commbench.methods.ssdsgd import SSDSGD, SSDSGDParams, glu_grad_sync, pulls_at
 
-from ..conftest import commbench, run_and_load
+from ..conftest import commbench, execute_and_load, run_and_load
 
 
 # -- Algorithm 1's schedule ---------------------------------------------------------------------------------
@@ -239,9 +238,7 @@ def test_baseline_on_a_ps_equals_the_allreduce_baseline():
 def run_sim(data_root: Path, out: Path, method: str, **settings):
     base = {"task": "lenet-mnist", "dataset": "fashion-mnist", "method": method, "workers": 2,
             "backend": "sim", "steps": 24, "ema": 0.0, "eval.every": 24, "data_root": str(data_root), **settings}
-    result = execute(resolve(base), out, save_weights=True, show_progress=False)
-    assert result.record["status"] == "done", result.record["error"]
-    return result.record, torch.load(out / "weights" / f"{result.record['run_id']}.pt")
+    return execute_and_load(resolve(base), out)
 
 
 # The parameter server in the fast tier; two servers and the all-reduce topology repeat it in the slow one (their
