@@ -277,6 +277,37 @@ def test_the_binomial_floor_and_the_seed_term():
     assert v.interval == pytest.approx((est.value - h, est.value + h))
 
 
+def test_the_bootstrap_is_resampling_the_images_and_seeds_and_remembers_its_answer():
+    """The bootstrap counts how often each image is drawn and multiplies; resampling the images directly (a
+    gather) with the same draws gives the same replicates, for -1/0/1 gaps and for weighted (interpolated)
+    values. Asked again for the same comparison, it answers from memory; a changed image changes the answer."""
+    rng = np.random.default_rng(3)
+    gaps = [rng.integers(-1, 2, 500).astype(np.float32) for _ in range(3)]
+    weighted = [0.25 * g + 0.75 * rng.integers(0, 2, 500) for g in gaps]
+
+    def by_gather(diffs):
+        values = np.stack([np.asarray(d, dtype=np.float32) for d in diffs])
+        n, m = values.shape
+        draws = np.random.default_rng(stats.BOOTSTRAP_SEED)
+        replicates = []
+        for _ in range(0, stats.BOOTSTRAP_REPLICATES, 2_000_000 // m):
+            b = min(2_000_000 // m, stats.BOOTSTRAP_REPLICATES - len(replicates))
+            images = draws.integers(0, m, size=(b, m))
+            per_seed = values[:, images].sum(axis=-1, dtype=np.float64).T / m
+            seeds = draws.multinomial(n, np.full(n, 1.0 / n), size=b)
+            replicates += list((per_seed * seeds).sum(axis=1) / n)
+        return 100.0 * float(np.std(replicates, ddof=1))
+
+    for diffs in (gaps, weighted):
+        assert stats.paired_bootstrap_se(diffs) == pytest.approx(by_gather(diffs), rel=1e-12)
+    stats._BOOTSTRAPPED.clear()
+    first = stats.paired_bootstrap_se(gaps)
+    assert len(stats._BOOTSTRAPPED) == 1 and stats.paired_bootstrap_se([g.copy() for g in gaps]) == first
+    changed = [g.copy() for g in gaps]
+    changed[0][0] = 1 - changed[0][0] if changed[0][0] != 1 else -1
+    assert stats.paired_bootstrap_se(changed) != first and len(stats._BOOTSTRAPPED) == 2
+
+
 def test_stored_correctness_gives_a_paired_interval_narrower_than_the_floor():
     """Two models that agree on most images: the paired bootstrap's SE is far below the unpaired floor, and it
     is what the verdict uses once every run stored which images it got right."""

@@ -16,6 +16,7 @@ power rule uses is the larger of s_d / sqrt(n) and SE_test.
 """
 from __future__ import annotations
 
+import hashlib
 import math
 import statistics
 from dataclasses import dataclass
@@ -87,7 +88,17 @@ def paired_bootstrap_se(diffs: list[np.ndarray]) -> float:
     seed (for a gap, run correct minus partner correct: -1, 0 or 1 per image; for an accuracy, 0 or 1; weighted
     sums of such arrays for an interpolated value). Each replicate resamples the seeds, and the test images once
     for all seeds and both arms (the runs were evaluated on the same images)."""
-    values = np.stack([np.asarray(d, dtype=np.float32) for d in diffs])
+    values = np.stack([np.asarray(d, dtype=np.float32) for d in diffs]).astype(np.float64)
+    key = (values.shape, hashlib.sha256(values.tobytes()).hexdigest())
+    if key not in _BOOTSTRAPPED:     # a table asks for the same comparison from several rows
+        _BOOTSTRAPPED[key] = _bootstrap(values)
+    return _BOOTSTRAPPED[key]
+
+
+_BOOTSTRAPPED: dict[tuple, float] = {}
+
+
+def _bootstrap(values: np.ndarray) -> float:
     n, m = values.shape
     rng = np.random.default_rng(BOOTSTRAP_SEED)
     replicates = np.empty(BOOTSTRAP_REPLICATES)
@@ -95,7 +106,10 @@ def paired_bootstrap_se(diffs: list[np.ndarray]) -> float:
     for start in range(0, BOOTSTRAP_REPLICATES, chunk):
         b = min(chunk, BOOTSTRAP_REPLICATES - start)
         images = rng.integers(0, m, size=(b, m))                              # the images drawn, per replicate
-        per_seed = values[:, images].sum(axis=-1, dtype=np.float64).T / m    # (b, n)
+        # how often each image was drawn in each replicate, so that a replicate's per-seed sums are one matrix
+        # product (a gather of n x b x m values was two thirds of `commbench table`'s time)
+        drawn = np.bincount((images + (np.arange(b) * m)[:, None]).ravel(), minlength=b * m).reshape(b, m)
+        per_seed = (drawn @ values.T) / m                                    # (b, n)
         seeds = rng.multinomial(n, np.full(n, 1.0 / n), size=b)              # the seeds drawn
         replicates[start:start + b] = (per_seed * seeds).sum(axis=1) / n
     return 100.0 * float(np.std(replicates, ddof=1))
