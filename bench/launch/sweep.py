@@ -47,7 +47,7 @@ def run_local_sweep(runs: list[RunConfig], out: Path, show_progress: bool = True
             bar.close()  # not counted as one of the runs done: it resumes when the sweep runs again
             print("commbench: sweep stopped by a checkpoint signal; run it again to resume", file=sys.stderr)
             return EXIT_INTERRUPTED
-        bar.update(i + 1, note=time_left(timed_s, timed, len(todo) - i - 1))
+        bar.update(i + 1, note=remaining_note(timed_s, timed, len(todo) - i - 1))
     bar.close()
     return 1 if failed else 0
 
@@ -60,7 +60,7 @@ def times_a_whole_run(record: dict) -> bool:
     return record.get("status") in FINISHED and not (record.get("env") or {}).get("resumed_at_steps")
 
 
-def time_left(trained_s: float, trained: int, remaining: int) -> str:
+def remaining_note(trained_s: float, trained: int, remaining: int) -> str:
     """The sweep's estimated time left, from the ``trained`` whole runs it trained so far in ``trained_s`` seconds
     (the next ones like them): "about 3h 20m left " (``commbench status --grid`` estimates from each run's own pace)."""
     if not trained or not remaining:

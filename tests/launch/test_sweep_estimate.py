@@ -1,5 +1,5 @@
 """The sweep's time-left estimate counts only whole runs: a resumed or interrupted run's seconds are a part of a run."""
-from commbench.launch.sweep import time_left, times_a_whole_run
+from commbench.launch.sweep import remaining_note, times_a_whole_run
 
 
 def test_only_a_finished_run_trained_from_step_zero_times_the_next_ones():
@@ -10,11 +10,11 @@ def test_only_a_finished_run_trained_from_step_zero_times_the_next_ones():
     assert not times_a_whole_run({"status": "failed", "env": {}})
 
 
-def test_time_left_scales_the_whole_runs_mean_to_the_runs_left():
-    assert time_left(7200.0, 2, 3) == "about 3h 0m left "
-    assert time_left(90.0, 1, 1) == "about 1m left "
-    assert time_left(5812.0, 0, 3) == ""  # no whole run yet: no estimate rather than a wrong one
-    assert time_left(3600.0, 1, 0) == ""
+def test_the_remaining_note_scales_the_whole_runs_mean_to_the_runs_left():
+    assert remaining_note(7200.0, 2, 3) == "about 3h 0m left "
+    assert remaining_note(90.0, 1, 1) == "about 1m left "
+    assert remaining_note(5812.0, 0, 3) == ""  # no whole run yet: no estimate rather than a wrong one
+    assert remaining_note(3600.0, 1, 0) == ""
 
 
 def test_an_interrupted_run_is_not_counted_as_a_run_done(tmp_path, monkeypatch, capsys):
