@@ -94,7 +94,7 @@ campaign-stop:
 
 # what is left of each campaign grid, and its estimated training time (the runs themselves: commbench status)
 campaign-status: $(STAMP)
-	@for g in $(CAMPAIGN); do echo "$$g:"; $(VENV)/bin/commbench status --out results/campaign --grid bench/grids/campaign/$$g.yaml 2>&1 >/dev/null | sed 's/^/  /'; done
+	@$(VENV)/bin/commbench status --out results/campaign --summary $(foreach g,$(CAMPAIGN),--grid bench/grids/campaign/$(g).yaml)
 
 # the time-to-accuracy grid first (issue 38), then the papers' speed grids; each run alone on the machine
 campaign-net: $(STAMP)

@@ -70,13 +70,16 @@ def time_left(todo: Iterable[Mapping], records: Iterable[dict], here: str = "cpu
     return seconds, known, unknown
 
 
-def describe(seconds: float, known: int, unknown: int) -> str:
-    """One line for the status summary ("" when nothing is left)."""
+HOW_ESTIMATED = ("from the pace of the runs being trained, and the step times of done runs of the same kind: task, "
+                 "method, workers, batch, link, precision, threads, model and device")
+
+
+def describe(seconds: float, known: int, unknown: int, how: bool = True) -> str:
+    """One line for the status summary ("" when nothing is left); ``how=False`` leaves out how it was estimated
+    (``HOW_ESTIMATED``, said once where several estimates are listed)."""
     if not known and not unknown:
         return ""
     hours = f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min"
     said = f"about {hours} of training left for {known} run{'s' * (known != 1)}" if known else "no estimate"
     return said + (f"; {unknown} run{'s' * (unknown != 1)} without a finished or running run like them to time"
-                   if unknown else "") + (" (from the pace of the runs being trained, and the step times of done runs "
-                                          "of the same kind: task, method, workers, batch, link, precision, threads, "
-                                          "model and device)")
+                   if unknown else "") + (f" ({HOW_ESTIMATED})" if how else "")

@@ -100,7 +100,12 @@ def _add_status_command(sub) -> None:
     """``status``: each stored run and its state."""
     status = sub.add_parser("status", help="each stored run and its state")
     results_option(status)
-    status.add_argument("--grid", help="also list this grid's runs that have no record yet (what is left)")
+    status.add_argument("--grid", action="append", default=[], metavar="GRID",
+                        help="also list this grid's runs that have no record yet (what is left); "
+                             "repeat it for several grids, each under its name")
+    status.add_argument("--summary", action="store_true",
+                        help="no line per run: the count of each state and the estimate of the training left, on "
+                             "stdout (per grid, and over all of them)")
     status.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="as for sweep")
     status.add_argument("--only", action="append", default=[], metavar="AXIS=V1,V2", help="as for sweep")
     status.add_argument("--max-runs", type=ascii_int, default=None, metavar="N", help="as for sweep")

@@ -13,8 +13,6 @@ from commbench.store.records import FINISHED, UNKNOWN_CPU, Status, cpu_of
 
 
 def run(args) -> int:
-    from commbench.analysis.eta import describe, time_left
-    from commbench.run.devices import auto_device_type
     from commbench.launch.owner import holders
     from commbench.launch.queue import queue_states, reconcile, submissions
     from commbench.launch.runner import claims_dir
@@ -23,40 +21,80 @@ def run(args) -> int:
     out = Path(args.results)
     if not out.is_dir():
         raise ConfigError(f"--results {out}: no such folder")
-    every = {r["run_id"]: r for r in iter_records(out)}  # each record read once: the lines and the estimate
+    # every grid's runs first: a bad grid or --only stops the command before it prints or writes anything
+    grids = [(grid, grid_runs(grid, args.set, args.only, max_runs=args.max_runs)[1]) for grid in args.grid]
+    every = {r["run_id"]: r for r in iter_records(out)}  # each record read once: the lines and the estimates
     notes = submissions(out)
     states = queue_states([n["job_id"] for n in notes.values()]) if notes else {}
     current = reconcile(out, notes, states, every)  # writes failed records for jobs that died without one
     running = holders(claims_dir(out))  # runs a process on this host is training now (a sweep's lane)
-    records, todo = dict(every), []
-    if args.grid:  # only this grid's runs: those with a record or a job, then those still to do
-        wanted = grid_runs(args.grid, args.set, args.only, max_runs=args.max_runs)[1]
-        ids = {c.run_id for c in wanted}
-        records = {k: v for k, v in records.items() if k in ids}
-        notes = {k: v for k, v in notes.items() if k in ids}
-        todo = [c for c in wanted if c.run_id not in notes and c.run_id not in records]
-    # a run being trained with no record yet (its first attempt), outside any grid asked about
-    unlisted = [] if args.grid else sorted(set(running) - set(records) - set(notes))
-    if not records and not notes and not todo and not unlisted:
-        print(f"no records under {args.results}")
-        return 0
-    counts: dict[str, int] = {}
-    left: list[dict] = []  # what is not finished yet, for the time estimate
-    lines = [_recorded_line(out, run_id, records.get(run_id), notes.get(run_id), current, running, left)
-             for run_id in sorted(set(records) | set(notes))]
-    lines += [_to_do_line(out, cfg, running, left) for cfg in todo]
-    lines += [_unlisted_line(out, run_id, running) for run_id in unlisted]
-    for state, line in lines:
-        counts[state] = counts.get(state, 0) + 1
-        print(line)
+    folder = _Folder(out, every, notes, current, running)
+    several = len(grids) > 1
+    # the lines of the runs go to stdout and the summary to stderr, unless --summary, which prints only the summary
+    summary_to = sys.stdout if args.summary else sys.stderr
+    left: dict[str, dict] = {}  # every grid's unfinished runs, once each, for the estimate over all of them
+    shown = False
+    for grid, wanted in grids or [(None, None)]:
+        lines, summary = folder.report(wanted, left, how=not several)
+        if wanted is not None and any(c.net or c.node_link for c in wanted) and (line := _timed_on_other_cpus(
+                every[c.run_id] for c in wanted if c.run_id in every)):
+            summary.append(line)
+        if grid and (several or args.summary):
+            print(f"{grid}:", flush=True)
+        if not args.summary:
+            for _, line in lines:
+                print(line, flush=True)
+        # under --summary, indented below the grid's name; else on stderr, named where there are several grids
+        prefix = "  " if args.summary and grid else f"{grid}: " if several else ""
+        for line in summary:
+            print(prefix + line, file=summary_to, flush=True)
+        shown = shown or bool(lines)
+    if several and (line := _estimate(left.values(), every.values())):
+        print(f"all {len(grids)} grids: {line}", file=summary_to)
     if notes and states is None:
         print("(no Slurm commands here: the queue state of submitted runs is unknown)", file=sys.stderr)
-    print(", ".join(f"{n} {s}" for s, n in sorted(counts.items())), file=sys.stderr)
-    if line := describe(*time_left(left, every.values(), here=auto_device_type())):
-        print(line, file=sys.stderr)
-    if args.grid and any(c.net or c.node_link for c in wanted) and (line := _timed_on_other_cpus(records.values())):
-        print(line, file=sys.stderr)
+    if not shown and not grids:
+        print(f"no records under {args.results}")
     return 0
+
+
+def _estimate(left: Iterable[dict], records: Iterable[dict], how: bool = True) -> str:
+    from commbench.analysis.eta import describe, time_left
+    from commbench.run.devices import auto_device_type
+
+    return describe(*time_left(left, records, here=auto_device_type()), how=how)
+
+
+class _Folder:
+    """A results folder's records, Slurm jobs and running claims, read once and reported per grid."""
+
+    def __init__(self, out: Path, every: dict, notes: dict, current: dict, running: dict):
+        self.out, self.every, self.notes, self.current, self.running = out, every, notes, current, running
+
+    def report(self, wanted: list[RunConfig] | None, left: dict[str, dict],
+               how: bool = True) -> tuple[list[tuple[str, str]], list[str]]:
+        """The lines of a grid's runs (``wanted``; None: every run of the folder) and its summary: the count of
+        each state and the estimate of the training left (saying how it was estimated unless ``how`` is False).
+        Each unfinished run joins ``left``."""
+        records, notes, todo = dict(self.every), dict(self.notes), []
+        if wanted is not None:  # only this grid's runs: those with a record or a job, then those still to do
+            ids = {c.run_id for c in wanted}
+            records = {k: v for k, v in records.items() if k in ids}
+            notes = {k: v for k, v in notes.items() if k in ids}
+            todo = [c for c in wanted if c.run_id not in notes and c.run_id not in records]
+        # a run being trained with no record yet (its first attempt), outside any grid asked about
+        unlisted = [] if wanted is not None else sorted(set(self.running) - set(records) - set(notes))
+        mine: dict[str, dict] = {}
+        lines = [_recorded_line(self.out, run_id, records.get(run_id), notes.get(run_id), self.current,
+                                self.running, mine) for run_id in sorted(set(records) | set(notes))]
+        lines += [_to_do_line(self.out, cfg, self.running, mine) for cfg in todo]
+        lines += [_unlisted_line(self.out, run_id, self.running) for run_id in unlisted]
+        left.update(mine)
+        counts = Counter(state for state, _ in lines)
+        summary = [", ".join(f"{n} {s}" for s, n in sorted(counts.items()))] if lines else []
+        if line := _estimate(mine.values(), self.every.values(), how):
+            summary.append(line)
+        return lines, summary
 
 
 def _timed_on_other_cpus(records: Iterable[dict]) -> str:
@@ -76,7 +114,7 @@ def _timed_on_other_cpus(records: Iterable[dict]) -> str:
 
 
 def _recorded_line(out: Path, run_id: str, record: dict | None, note: dict | None, current: dict, running: dict,
-                   left: list[dict]) -> tuple[str, str]:
+                   left: dict[str, dict]) -> tuple[str, str]:
     """A run with a record or a Slurm job: its state and line (an unfinished one also joins ``left``)."""
     from commbench.launch.queue import Shown, record_is_current
 
@@ -90,14 +128,14 @@ def _recorded_line(out: Path, run_id: str, record: dict | None, note: dict | Non
     steps = (_pace(live, c) if live else f"{m.get('steps')}/{c.get('steps')}" if m else
              f"{progress}/{c.get('steps')} (checkpoint)" if progress else f"-/{c.get('steps')}")
     if state not in FINISHED:
-        left.append(_unfinished(c, live, progress))
+        left[run_id] = _unfinished(c, live, progress)
     error = record.get("error") if record is not None and record_is_current(record, note) else None
     said = running.get(run_id) or error  # a run trained again now: who has it, not how it went last time
     return state, (f"{state:9s} {run_id}  {c.get('task')} {c.get('method')} w={c.get('workers')} "
                    f"{c.get('backend')} steps={steps} top1={top1}{job}" + (f"  ({said})" if said else ""))
 
 
-def _to_do_line(out: Path, cfg: RunConfig, running: dict, left: list[dict]) -> tuple[str, str]:
+def _to_do_line(out: Path, cfg: RunConfig, running: dict, left: dict[str, dict]) -> tuple[str, str]:
     """A grid's run with no record and no job: to do, or being trained here for the first time."""
     from commbench.launch.queue import Shown
 
@@ -105,8 +143,8 @@ def _to_do_line(out: Path, cfg: RunConfig, running: dict, left: list[dict]) -> t
     by = f"  ({running[cfg.run_id]})" if cfg.run_id in running else ""
     live = _live(out, cfg.run_id) if cfg.run_id in running else None
     progress = None if live else _checkpoint_step(out, cfg.run_id)  # a checkpoint carried from elsewhere
-    left.append(_unfinished(cfg.to_dict(), live, progress))
-    steps = _pace(live, left[-1]) if live else f"{progress}/{cfg.steps} (checkpoint)" if progress else f"-/{cfg.steps}"
+    left[cfg.run_id] = _unfinished(cfg.to_dict(), live, progress)
+    steps = _pace(live, left[cfg.run_id]) if live else f"{progress}/{cfg.steps} (checkpoint)" if progress else f"-/{cfg.steps}"
     return state, f"{state:9s} {cfg.run_id}  {cfg.task} {cfg.method} w={cfg.workers} {cfg.backend} steps={steps}{by}"
 
 

@@ -1,6 +1,8 @@
 """``sweep --set`` and ``--only``: running a part of a long campaign grid, as dry runs."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from ..conftest import commbench
@@ -129,3 +131,45 @@ def test_status_of_a_speed_grid_says_which_done_runs_were_timed_on_another_cpu(t
             f"{here}, and times compare only within one CPU" in proc.stderr)
     proc = commbench("status", "--out", str(tmp_path), "--grid", accuracy)  # no emulated links: no speed grid
     assert proc.returncode == 0 and "timed on another CPU" not in proc.stderr, proc.stderr
+
+
+def counts(estimate: str) -> tuple[int, int]:
+    """(runs timed, runs without a time) of a status estimate line."""
+    timed = re.search(r"left for (\d+) run", estimate)
+    untimed = re.search(r"(\d+) runs? without a finished", estimate)
+    return int(timed[1]) if timed else 0, int(untimed[1]) if untimed else 0
+
+
+def test_status_of_several_grids_reads_the_folder_once_and_sums_up_each(tmp_path):
+    """``make campaign-status``: each grid's counts and estimate under its name, then one estimate over all of them
+    in which a run two grids share counts once."""
+    from commbench.config.grid import expand, load_grid
+    from commbench.store.records import make_record, write_record
+
+    other = "bench/grids/campaign/terngrad-fig3-seed2.yaml"
+    runs, others = expand(load_grid(GRID)), expand(load_grid(other))
+    assert not {c.run_id for c in runs} & {c.run_id for c in others}
+    done = runs[0]  # its step time times the runs of its kind still to do
+    write_record(tmp_path, make_record(done.run_id, "done", None, done.to_dict(), {"device": "cpu"},
+                                       {"top1": 0.5, "steps": done.steps, "train_s": 2.0 * done.steps}, []))
+    proc = commbench("status", "--out", str(tmp_path), "--summary", "--grid", GRID, "--grid", other, "--grid", GRID)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == f"{GRID}:" and lines[1] == f"  1 done, {len(runs) - 1} to do"
+    assert lines[2].startswith("  about ") and "(from the pace" not in lines[2]
+    assert f"{other}:" in lines and f"  {len(others)} to do" in lines
+    assert lines[-1].startswith("all 3 grids: about ") and "(from the pace" in lines[-1]
+    timed = [counts(line) for line in lines if line.startswith("  about ") or line.startswith("  no estimate")]
+    assert len(timed) == 3 and timed[0] == timed[2]
+    assert counts(lines[-1]) == (timed[0][0] + timed[1][0], timed[0][1] + timed[1][1])  # GRID's runs once
+    assert "done      " not in proc.stdout  # no line per run
+
+    proc = commbench("status", "--out", str(tmp_path), "--grid", GRID, "--grid", other)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[0] == f"{GRID}:" and f"{other}:" in proc.stdout.splitlines()
+    assert f"{GRID}: 1 done, {len(runs) - 1} to do" in proc.stderr and f"{other}: {len(others)} to do" in proc.stderr
+
+
+def test_status_with_a_bad_grid_among_several_prints_nothing_but_the_error(tmp_path):
+    proc = commbench("status", "--out", str(tmp_path), "--summary", "--grid", GRID, "--grid", "no-such-grid")
+    assert proc.returncode == 2 and proc.stdout == "" and "no-such-grid: no such grid file" in proc.stderr
