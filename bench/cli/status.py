@@ -33,7 +33,6 @@ def run(args) -> int:
     # the lines of the runs go to stdout and the summary to stderr, unless --summary, which prints only the summary
     summary_to = sys.stdout if args.summary else sys.stderr
     left: dict[str, dict] = {}  # every grid's unfinished runs, once each, for the estimate over all of them
-    shown = False
     for grid, wanted in grids or [(None, None)]:
         lines, summary = folder.report(wanted, left, how=not several)
         if wanted is not None and any(c.net or c.node_link for c in wanted) and (line := _timed_on_other_cpus(
@@ -48,12 +47,11 @@ def run(args) -> int:
         prefix = "  " if args.summary and grid else f"{grid}: " if several else ""
         for line in summary:
             print(prefix + line, file=summary_to, flush=True)
-        shown = shown or bool(lines)
     if several and (line := _estimate(left.values(), every.values())):
         print(f"all {len(grids)} grids: {line}", file=summary_to)
     if notes and states is None:
         print("(no Slurm commands here: the queue state of submitted runs is unknown)", file=sys.stderr)
-    if not shown and not grids:
+    if not grids and not lines:  # the whole folder, and nothing in it
         print(f"no records under {args.results}")
     return 0
 
