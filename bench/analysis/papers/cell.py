@@ -27,6 +27,10 @@ class Cell:
     # top-1/top-5 rows of a method: ours minus our baseline (same setting and seed), per seed, and their runs
     gap_values: list[float] = field(default_factory=list)
     gap_backing: list[list[Term]] = field(default_factory=list)
+    # where the paper reports a run's best evaluation (the gaps above are of the best top-1s): the same seeds' gaps
+    # at the last evaluation, which the verdict states beside its own (a best over evaluations favours noise)
+    final_gap_values: list[float] = field(default_factory=list)
+    final_gap_backing: list[list[Term]] = field(default_factory=list)
     paper_gap: float | None = None       # the same gap in the paper (its baseline row of the same table)
     paper_baseline: float | None = None  # the paper's baseline accuracy of the row's setting, where it states one
     # best-k / best-warm-up rows: the runs of each choice swept, and the choice the paper names

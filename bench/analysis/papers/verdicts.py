@@ -32,7 +32,7 @@ with fewer than 3 paired seeds a row is at most ``inconclusive`` unless decisive
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from commbench.analysis.papers import stats
 from commbench.analysis.papers.evidence import early, estimate, saturated_top5
@@ -129,7 +129,8 @@ def _accuracy_estimate(cell: Cell) -> tuple[stats.Estimate, float, str]:
     """Our estimate, the paper's number it is compared with, and what it is (a gap or the row's own metric)."""
     ref = cell.ref
     if ref.metric in ACCURACY_METRICS and cell.gap_values and cell.paper_gap is not None:
-        return estimate(cell.gap_values, cell.gap_backing, ref.metric, True), cell.paper_gap, "gap to the baseline"
+        what = "best top-1 gap to the baseline" if ref.reports == "best" else "gap to the baseline"
+        return estimate(cell.gap_values, cell.gap_backing, ref.metric, True), cell.paper_gap, what
     return estimate(cell.values, cell.backing, ref.metric, True), ref.value, ref.metric.replace("_", " ")
 
 
@@ -370,7 +371,12 @@ def judge(cell: Cell) -> Verdict:
         return Verdict(UNTESTABLE, cell.untestable)
     if not cell.values:
         return Verdict(MISSING, cell.why_missing or "no matching run")
-    return JUDGES[cell.ref.claim](cell)
+    verdict = JUDGES[cell.ref.claim](cell)
+    if cell.final_gap_values:  # judged on the best evaluations, as the paper reports; the last ones said beside
+        final = estimate(cell.final_gap_values, cell.final_gap_backing, cell.ref.metric, True)
+        verdict = replace(verdict, why=f"{verdict.why}; the final top-1 gap (the last evaluation) {final.value:+.2f}, "
+                                       f"{_interval_text(final, REFUTATION_LEVEL)} ({_n_text(final)}, {final.how})")
+    return verdict
 
 
 def expected_false_calls(verdicts: list[Verdict]) -> float:
