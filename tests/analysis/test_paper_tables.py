@@ -369,6 +369,51 @@ def test_a_row_the_own_models_runs_cannot_fill_falls_back_to_the_stand_in(tmp_pa
     assert cell.values == [500.0] and "model: lenet-mnist for resnet20-cifar10" in cell.markers
 
 
+def test_a_stand_in_declared_for_some_tables_fills_all_their_rows_and_none_of_the_others(tmp_path):
+    """A figure's sweep is one model's: where the stand-in names its tables (``sources``), it fills every row of
+    them even where the own model ran one (Figure 4's warm-up 500), and no row of another table, where the own
+    model's runs alone count (Table 2's k = 2 reads missing rather than LeNet's beside ResNet-20's k = 1)."""
+    k1 = {"k": 1, "warmup": 500, "local_rule": "glu"}
+    refs = write_refs(tmp_path / "paper", "ssdsgd", [
+        {"source": "Section 4.2", "row": "Fig. 4: warm-up 500", "task": "resnet20-cifar10", "method": "ssdsgd",
+         "delay_steps": "1", "warmup_steps": "500", "variant": "glu", "metric": "top1", "value": "92.0"},
+        {"source": "Table 2", "row": "k=1", "task": "resnet20-cifar10", "method": "ssdsgd", "delay_steps": "1",
+         "warmup_steps": "500", "variant": "glu", "metric": "top1", "value": "92.1"},
+        {"source": "Table 2", "row": "k=2", "task": "resnet20-cifar10", "method": "ssdsgd", "delay_steps": "2",
+         "warmup_steps": "500", "variant": "glu", "metric": "top1", "value": "92.2"}],
+        analogues="- {paper: ssdsgd, task: resnet20-cifar10, use: {task: lenet-mnist, workers: 4},"
+                  " sources: [Section 4.2]}\n")
+    results = tmp_path / "results"
+    write_record(results, "resnet-k1", task="resnet20-cifar10", method="ssdsgd", workers=4, params=k1, top1=0.80)
+    write_record(results, "lenet-k1", method="ssdsgd", workers=4, params=k1, top1=0.98)
+    write_record(results, "lenet-k2", method="ssdsgd", workers=4, params=GLU_K2, top1=0.97)
+    figure, table_k1, table_k2 = build("ssdsgd", results, refs)
+    assert figure.run_ids == ["lenet-k1"] and "model: lenet-mnist for resnet20-cifar10" in figure.markers
+    assert table_k1.run_ids == ["resnet-k1"]
+    assert table_k2.values == [] and table_k2.why_missing == (
+        "no matching run of resnet20-cifar10 (lenet-mnist stands in for it in Section 4.2 only: a table is one "
+        "model's)")
+    # without sources, the stand-in fills any row the own model does not, as before
+    refs = write_refs(tmp_path / "paper2", "ssdsgd", list(csv.DictReader((refs / "ssdsgd.csv").open())),
+                      analogues="- {paper: ssdsgd, task: resnet20-cifar10, use: {task: lenet-mnist, workers: 4}}\n")
+    figure, table_k1, table_k2 = build("ssdsgd", results, refs)
+    assert (figure.run_ids, table_k1.run_ids, table_k2.run_ids) == (["resnet-k1"], ["resnet-k1"], ["lenet-k2"])
+
+
+def test_a_stand_ins_sources_must_be_a_list_of_names(tmp_path):
+    refs = write_refs(tmp_path / "paper", "ssdsgd", [], analogues=(
+        "- {paper: ssdsgd, task: resnet20-cifar10, use: {task: lenet-mnist}, sources: Section 4.2}\n"))
+    with pytest.raises(ConfigError, match="entry 1: sources must be a list"):
+        build("ssdsgd", tmp_path / "results", refs)
+    refs = write_refs(tmp_path / "paper", "ssdsgd", [
+        {"source": "Table 2", "row": "k=2", "task": "resnet20-cifar10", "method": "ssdsgd", "delay_steps": "2",
+         "warmup_steps": "500", "variant": "glu", "metric": "top1", "value": "92.2"}], analogues=(
+        "- {paper: ssdsgd, task: resnet20-cifar10, use: {task: lenet-mnist}, sources: [Section 4.2]}\n"))
+    with pytest.raises(ConfigError, match="names 'Section 4.2', which is no table or section of ssdsgd's rows "
+                                          r"\(Table 2\)"):
+        build("ssdsgd", tmp_path / "results", refs)
+
+
 def test_speeds_are_not_taken_from_a_stand_in_model(tmp_path):
     refs = write_refs(tmp_path / "paper", "terngrad", [
         {"source": "Figure 5", "row": "3.04x", "task": "alexnet-imagenet", "method": "terngrad", "workers": "2",

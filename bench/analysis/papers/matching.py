@@ -38,10 +38,11 @@ RULE_FORMS = {"glu": ("glu_code", "glu")}
 
 
 def target(ref: Reference, analogues: list[Analogue]) -> tuple[dict, Analogue | None]:
-    """What to look for: the row's own setting, or the analogue trained in its place."""
+    """What to look for: the row's own setting, or the analogue trained in its place (where it stands in for the
+    row's table, if it names the tables it stands in for)."""
     want = {"task": ref.task, "workers": ref.workers, "global_batch": ref.global_batch}
     for a in analogues:
-        if a.paper == ref.paper and a.task == ref.task:
+        if a.paper == ref.paper and a.task == ref.task and (not a.sources or ref.source in a.sources):
             return {**want, **a.use}, a
     return want, None
 

@@ -141,6 +141,10 @@ class Analogue:
     task: str
     use: dict  # match keys replaced: task, workers, global_batch
     reason: str
+    # the paper's tables or sections (its rows' `source`) that are the stand-in's, every row of them, even one the
+    # paper's own model ran (a figure's sweep is one model's); the own model's runs alone fill the task's other
+    # rows. Empty: the stand-in fills any row of the task that no run of the paper's own model fills
+    sources: tuple[str, ...] = ()
 
 
 def load_analogues(folder: Path = PAPER_DIR) -> list[Analogue]:
@@ -156,7 +160,12 @@ def load_analogues(folder: Path = PAPER_DIR) -> list[Analogue]:
         if unknown:
             raise ConfigError(f"{path}: entry {i + 1}: use may replace task, workers, global_batch; "
                               f"not {', '.join(sorted(unknown))}")
-        out.append(Analogue(entry["paper"], entry["task"], dict(entry["use"]), entry.get("reason", "")))
+        sources = entry.get("sources", [])
+        if not isinstance(sources, list) or not all(isinstance(x, str) and x for x in sources):
+            raise ConfigError(f"{path}: entry {i + 1}: sources must be a list of the paper's tables or sections "
+                              f"(a row's source), got {sources!r}")
+        out.append(Analogue(entry["paper"], entry["task"], dict(entry["use"]), entry.get("reason", ""),
+                            tuple(sources)))
     return out
 
 

@@ -118,7 +118,9 @@ def reproduce(ref: Reference, records: list[dict], analogues: list[Analogue],
     want, analogue = target(ref, analogues)
     if ref.reports == "best":  # the paper reports a run's best evaluation: compare with ours
         records = [as_reported_best(r) for r in records]
-    if analogue is not None:  # the paper's own model, where its runs fill the row, before any stand-in
+    # the paper's own model, where its runs fill the row, before any stand-in; but not in a table the stand-in is
+    # declared for, whose rows are all the stand-in's
+    if analogue is not None and not analogue.sources:
         own = reproduce(ref, records, [a for a in analogues if a is not analogue], references, declarations)
         if own.values:
             return own
@@ -311,6 +313,11 @@ def reproduce(ref: Reference, records: list[dict], analogues: list[Analogue],
                             f"about it, and {ref.task} itself has no matching run in real processes")
     if not cell.values and cell.why_missing is None:
         cell.why_missing = NO_MATCH if analogue is None or runs else "no run of the stand-in yet"
+        elsewhere = [a for a in analogues if (a.paper, a.task) == (ref.paper, ref.task) and a is not analogue]
+        if analogue is None and elsewhere:
+            a = elsewhere[0]
+            cell.why_missing += (f" of {ref.task} ({a.use.get('task')} stands in for it in "
+                                 f"{', '.join(a.sources)} only: a table is one model's)")
     return cell
 
 

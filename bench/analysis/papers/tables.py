@@ -8,6 +8,7 @@ import csv
 import io
 from pathlib import Path
 
+from commbench.config import ConfigError
 from commbench.methods import METHODS
 
 from commbench.store.records import iter_records
@@ -50,6 +51,12 @@ def build(which: str, results: Path, paper_dir: Path = PAPER_DIR, declarations: 
     cells = []
     for paper in paper_names(which):
         references = load_references(paper, paper_dir)
+        tables = {r.source for r in references}
+        for a in analogues:
+            if a.paper == paper and (unknown := [x for x in a.sources if x not in tables]):
+                raise ConfigError(f"{Path(paper_dir) / 'analogues.yaml'}: the stand-in for {a.task} names "
+                                  f"{', '.join(map(repr, unknown))}, which is no table or section of {paper}'s rows "
+                                  f"({', '.join(sorted(tables))})")
         for ref in references:
             cell = reproduce(ref, current, analogues, references, declarations)
             if not cell.values and len(current) < len(records):
