@@ -24,6 +24,7 @@ pytestmark = pytest.mark.slurm
 STATE = Path(os.environ.get("COMMBENCH_SLURM2_STATE", "/run/commbench-slurm2"))
 RATE = "1gbit"  # the links between the nodes while these tests run
 ENV = {**os.environ, "COMMBENCH_SLURM2_STATE": str(STATE), "SLURM_CONF": str(STATE / "etc" / "slurm.conf")}
+CONF_ENTRY = f"SLURM_CONF={STATE / 'etc' / 'slurm.conf'}".encode()
 
 
 def unavailable() -> str | None:
@@ -53,7 +54,9 @@ def ours() -> set[str]:
                 continue
             if cmd[0].endswith(b"slurmd") and _stat(pid) != "Z" and b"-N" in cmd and cmd[-1] in (b"node1", b"node2", b"node1\n"):
                 found.add(f"slurmd {pid}")
-            elif cmd[0].endswith(b"slurmctld") and _stat(pid) != "Z" and str(STATE).encode() in _environ(pid):
+            # its controller by the configuration it runs: up2.sh starts the one-node cluster's (for munged and
+            # slurmdbd) from its own environment too, without SLURM_CONF
+            elif cmd[0].endswith(b"slurmctld") and _stat(pid) != "Z" and CONF_ENTRY in _environ(pid).split(b"\0"):
                 found.add(f"slurmctld {pid}")
     return found
 
