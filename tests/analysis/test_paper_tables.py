@@ -927,3 +927,36 @@ def test_a_bad_declaration_is_named(tmp_path, entry, message):
     grid.write_text(f"base: {{task: lenet-mnist, method: baseline}}\naxes: {{seed: [1]}}\ndeclares: {entry}\n")
     with pytest.raises(ConfigError, match=message):
         load_grid(grid)
+
+
+def test_a_row_left_to_an_older_version_names_the_grid_that_runs_it_again(tmp_path):
+    """The why names the sweep that makes the superseded records' settings again (into the folder that holds
+    them), even where the method's parameters changed with its version; a grid of other settings is not named,
+    and without grids to look in the why says only to re-run."""
+    from commbench.config.grid import expand, load_grid
+
+    refs = write_refs(tmp_path / "paper", "terngrad", [
+        {"source": "Figure 5", "row": "3.04x", "task": "alexnet-imagenet", "method": "terngrad", "workers": "2",
+         "metric": "speedup", "value": "3.04", "unit": "x"}])
+    grids = tmp_path / "grids"
+    (grids / "campaign").mkdir(parents=True)
+    (grids / "campaign" / "fig5-again.yaml").write_text(
+        "base: {task: alexnet-imagenet, dataset: synthetic, steps: 4, workers: 2, backend: dist}\n"
+        "axes: {method: [baseline, terngrad]}\n")
+    (grids / "other-steps.yaml").write_text(
+        "base: {task: alexnet-imagenet, dataset: synthetic, steps: 8, workers: 2, backend: dist}\n"
+        "axes: {method: [baseline, terngrad]}\n")
+    (grids / "other-task.yaml").write_text("base: {task: lenet-mnist, method: terngrad, steps: 4}\n")
+    configs = {c.method: c.to_dict() for c in expand(load_grid(grids / "campaign" / "fig5-again.yaml"))}
+    results = tmp_path / "results" / "campaign"
+    old = {**configs["terngrad"], "method_version": 1,
+           "method_params": {**configs["terngrad"]["method_params"], "clip": 3.5}}  # v1's parameters differed
+    write_record(results, "old", method="terngrad", images_per_s=3.0, config=old)
+    write_record(results, "old-base", images_per_s=1.0, config=configs["baseline"])
+
+    [cell] = build("terngrad", tmp_path / "results", refs, grids=grids)
+    assert cell.values == [] and cell.why_missing.startswith("only records of an older version of the method")
+    assert f"left out: commbench sweep fig5-again --out {results} runs them again" in cell.why_missing
+    assert "other-steps" not in cell.why_missing and "other-task" not in cell.why_missing
+    [cell] = build("terngrad", tmp_path / "results", refs)
+    assert "left out: re-run the grid that made them" in cell.why_missing

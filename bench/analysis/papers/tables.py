@@ -9,6 +9,7 @@ import io
 from pathlib import Path
 
 from commbench.config import ConfigError
+from commbench.config.grid import GRIDS_DIR
 from commbench.methods import METHODS
 
 from commbench.store.records import iter_records
@@ -17,6 +18,7 @@ from commbench.analysis.papers.cell import Cell
 from commbench.analysis.papers.metric_kinds import NO_MATCH
 from commbench.analysis.papers.paper_rows import paper_baseline_accuracy, paper_gap
 from commbench.analysis.papers.reproduce import reproduce
+from commbench.analysis.papers.rerun import grids_rerunning
 from commbench.analysis.papers.verdicts import NOT_REPRODUCED, REPRODUCED, VERDICTS, expected_false_calls, judge
 
 FORMATS = ("md", "csv", "latex", "json")
@@ -38,16 +40,21 @@ def superseded(record: dict) -> str | None:
     return f"{cfg['method']} v{made_by}, now v{method.version}"
 
 
-def build(which: str, results: Path, paper_dir: Path = PAPER_DIR, declarations: list | None = None) -> list[Cell]:
+def build(which: str, results: Path, paper_dir: Path = PAPER_DIR, declarations: list | None = None,
+          grids: Path | None = None) -> list[Cell]:
     """Every reference row of the paper(s) with its reproduction from the records below ``results``. Records of
-    an older version of their method are left out; a row only they would fill says so."""
+    an older version of their method are left out; a row only they would fill says so, and names the grids under
+    ``grids`` that run it again (the shipped ones where the reference tables are)."""
     # a run of a timm model (model.timm) is the user's own experiment, never a paper's network
     records = [r for r in iter_records(results) if isinstance(r.get("config"), dict)
                and not (r["config"].get("model_options") or {}).get("timm")]
     current = [r for r in records if superseded(r) is None]
     analogues = load_analogues(paper_dir)
+    shipped = Path(paper_dir) == PAPER_DIR
     if declarations is None:  # the shipped grids' declarations name rows of the shipped reference tables
-        declarations = load_declarations() if Path(paper_dir) == PAPER_DIR else []
+        declarations = load_declarations() if shipped else []
+    if grids is None and shipped:
+        grids = GRIDS_DIR
     cells = []
     for paper in paper_names(which):
         references = load_references(paper, paper_dir)
@@ -61,17 +68,27 @@ def build(which: str, results: Path, paper_dir: Path = PAPER_DIR, declarations: 
             cell = reproduce(ref, current, analogues, references, declarations)
             if not cell.values and len(current) < len(records):
                 old = reproduce(ref, records, analogues, references, declarations)
-                stale = sorted({why for rid in old.run_ids for r in records
-                                if r["run_id"] == rid and (why := superseded(r))})
+                old_records = [r for r in records if r["run_id"] in old.run_ids and superseded(r)]
+                stale = sorted({superseded(r) for r in old_records})
                 if stale:  # and what the current records lack, where they say (it may be why a re-run is missing)
                     lack = cell.why_missing not in (None, NO_MATCH)
                     now = f"; the current records: {cell.why_missing}" if lack else ""
                     cell.why_missing = (f"only records of an older version of the method ({', '.join(stale)}: its "
-                                        f"computation changed), left out: re-run the grid{now}")
+                                        f"computation changed), left out: {_rerun(old_records, grids)}{now}")
             cell.paper_gap = paper_gap(ref, references)
             cell.paper_baseline = paper_baseline_accuracy(ref, references)
             cells.append(cell)
     return cells
+
+
+def _rerun(records: list[dict], grids: Path | None) -> str:
+    """What runs these superseded records' settings again: a grid's sweep into the folder that holds them."""
+    names = grids_rerunning(records, grids) if grids is not None else []
+    if not names:
+        return "re-run the grid that made them"
+    outs = sorted({str(Path(r["_path"]).parent.parent) for r in records if r.get("_path")})
+    out = f" --out {outs[0]}" if len(outs) == 1 else ""
+    return " or ".join(f"commbench sweep {name}{out}" for name in names) + " runs them again"
 
 
 def _decimals(ref, unit: str) -> int:
