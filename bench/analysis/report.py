@@ -17,7 +17,7 @@ from commbench.store.safe_io import ensure_folder
 from commbench.analysis.papers.reference import PAPERS
 from commbench.analysis.papers.tables import LEGEND, build, layout, rows, sections, totals_line, verdict_counts
 from commbench.analysis.plots import plot_all
-from commbench.store.records import iter_records
+from commbench.store.records import iter_records, part_way_line
 from commbench.analysis.table import COLUMNS, comparison, records_frame
 
 
@@ -191,6 +191,8 @@ def blocks(results: Path, figures_dir: Path, paper: bool = False) -> list[Block]
         out.append(Block("p", LEGEND))
         table = rows(build("all", results))
         out.append(Block("p", totals_line(table)))
+        if under_way := part_way_line(results):
+            out.append(Block("p", under_way[0].upper() + under_way[1:] + "."))
         for (paper_name, source), group in sections(table):  # in each paper's own order
             out.append(Block("h3", f"{PAPERS[paper_name]}: {source} ({verdict_counts(group)})"))
             out.append(_table_block(*layout(group)))

@@ -15,7 +15,7 @@ from commbench.store.safe_io import UnsafePath, check_target
 from commbench.cli import model as model_command
 from commbench.cli import status as status_command
 from commbench.cli.grids import grid_runs
-from commbench.store.records import EXIT_INTERRUPTED, Status
+from commbench.store.records import EXIT_INTERRUPTED, Status, part_way_line
 
 DATA_SETS = ("mnist", "fashion-mnist", "cifar10", "cifar10-jpeg")
 # a user's runs go here unless told otherwise: not results/, which holds what the project commits
@@ -299,6 +299,8 @@ def cmd_table(args) -> int:
         check_target(Path(args.out))  # a FIFO, device or link: refused before any work, in one line
     if args.paper:  # where the records come from, on stderr (the table itself may be piped)
         print(f"commbench: the paper tables judge the records under {Path(args.results).resolve()}", file=sys.stderr)
+    if under_way := part_way_line(Path(args.results)):  # the evidence is not all in yet: say so
+        print(f"commbench: {under_way}", file=sys.stderr)
     if args.target is not None and not 0 < args.target <= 1:
         raise ConfigError(f"--target {args.target}: a top-1 as a fraction, in (0, 1]")
     if args.paper:

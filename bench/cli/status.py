@@ -181,5 +181,5 @@ def _checkpoint_step(out: Path, run_id: str) -> int | None:
     from commbench.launch.runner import checkpoint_dir
 
     latest = Checkpoints(checkpoint_dir(out, run_id)).latest()
-    return latest["step"] if latest else None
+    return latest.get("step") if latest else None
 

@@ -237,6 +237,38 @@ def iter_records(root: Path, say: Callable[[str], None] | None = None) -> Iterat
         yield record
 
 
+def checkpointed_part_way(results: Path) -> list[tuple[str, int]]:
+    """The runs checkpointed part-way below ``results`` (a ``checkpoints/`` folder at any depth, as records are
+    found) with no finished record beside: (run id, step), by run id. The tables count a run only once it has
+    finished, so they name these beside themselves."""
+    found = []
+    for latest in sorted(Path(results).rglob("checkpoints/*/latest.json")):
+        out, run_id = latest.parent.parent.parent, latest.parent.name
+        step = _json_field(latest, "step")
+        record = out / "runs" / f"{run_id}.json"
+        if isinstance(step, int) and not (record.is_file() and _json_field(record, "status") in FINISHED):
+            found.append((run_id, step))
+    return found
+
+
+def _json_field(path: Path, key: str):
+    try:
+        return json.loads(path.read_text()).get(key)
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def part_way_line(results: Path) -> str | None:
+    """One line naming the runs checkpointed part-way (at most five by name), or None where there are none."""
+    running = checkpointed_part_way(results)
+    if not running:
+        return None
+    shown = ", ".join(f"{run_id} at step {step:,}" for run_id, step in running[:5])
+    more = f" and {len(running) - 5} more" if len(running) > 5 else ""
+    return (f"not in these tables yet, {len(running)} run{'s' * (len(running) > 1)} checkpointed part-way (a sweep "
+            f"of its grid resumes it): {shown}{more}")
+
+
 EMPTY_METRICS = dict.fromkeys(
     ("top1", "top5", "final_train_loss", "steps", "samples_seen", "wall_s", "train_s", "images_per_s",
      "bytes_sent", "bytes_received", "bytes_fp32_equiv", "wire_bytes_measured"))

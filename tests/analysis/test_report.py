@@ -72,6 +72,9 @@ def test_each_figure_is_drawn_when_the_records_support_it(tmp_path):
 
 def test_deleting_every_generated_file_and_running_again_gives_the_same_report(tmp_path):
     small_results(tmp_path / "results")
+    under_way = tmp_path / "results" / "checkpoints" / "run-under-way"  # a run the paper tables cannot count yet
+    (under_way / "step-000000250").mkdir(parents=True)
+    (under_way / "latest.json").write_text(json.dumps({"step": 250, "folder": "step-000000250", "files": []}))
     out = tmp_path / "report"
     write_report(tmp_path / "results", out, paper=True)
     first = {p.relative_to(out): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
@@ -84,6 +87,8 @@ def test_deleting_every_generated_file_and_running_again_gives_the_same_report(t
     assert ("![accuracy-vs-bytes: lenet-mnist, mnist, w2, dist, b64, s10000, momentum]"
             "(figures/accuracy-vs-bytes_lenet-mnist_mnist_w2_dist_b64_s10000_momentum.png)") in md
     assert "Table 2" in md and "missing" in md  # the paper tables, with the rows these records cannot fill
+    assert "Not in these tables yet, 1 run checkpointed part-way (a sweep of its grid resumes it): run-under-way " \
+           "at step 250." in md
     page = first[out.relative_to(out) / "report.html"].decode()
     assert page.count("data:image/png;base64,") == md.count("![") > 0  # self-contained
 

@@ -224,3 +224,27 @@ def test_a_real_data_row_beside_a_stand_in_row_names_no_substitute(tmp_path):
     write_record(tmp_path, "stand-in", dataset="fashion-mnist", substitute="mnist", seed=2)
     shown = set(comparison(records_frame(tmp_path))["dataset"])
     assert shown == {"mnist", "fashion-mnist (for mnist)"}
+
+
+def test_the_table_says_which_runs_are_checkpointed_part_way_and_not_in_it_yet(tmp_path):
+    """A campaign's table is read while runs are under way: stderr names each run checkpointed part-way (its step)
+    whose record is not finished, and no finished run, so that no one takes the table for the whole evidence."""
+    def checkpoint(run_id: str, step: int) -> None:
+        folder = tmp_path / "campaign" / "checkpoints" / run_id
+        (folder / f"step-{step:09d}").mkdir(parents=True)
+        (folder / f"step-{step:09d}" / "sim.pt").write_bytes(b"")
+        (folder / "latest.json").write_text(json.dumps({"step": step, "folder": f"step-{step:09d}",
+                                                         "files": ["sim.pt"]}))
+
+    write_record(tmp_path / "campaign", "finished", seed=1)
+    write_record(tmp_path / "campaign", "stopped", seed=2, status="interrupted")
+    proc = run_cli("table", "--results", str(tmp_path))
+    assert proc.returncode == 0 and "checkpointed part-way" not in proc.stderr, proc.stderr
+    checkpoint("stopped", 1848)
+    checkpoint("never-recorded", 250)
+    checkpoint("finished", 500)  # a finished run's checkpoint left behind is not under way
+    proc = run_cli("table", "--results", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert ("not in these tables yet, 2 runs checkpointed part-way (a sweep of its grid resumes it): "
+            "never-recorded at step 250, stopped at step 1,848") in proc.stderr
+    assert "finished at step" not in proc.stderr
