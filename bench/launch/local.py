@@ -21,6 +21,7 @@ from typing import Callable
 
 from commbench.store.safe_io import ensure_folder, open_new
 from commbench.config import RunConfig
+from commbench.run.checkpoint import STOP_SIGNALS, on_stop_signal, stop_signals_held
 from commbench.run.devices import dist_backend
 from commbench.run.train import Outcome, server_count
 from commbench.methods.comm.dist import free_port
@@ -116,15 +117,19 @@ def launch_local(cfg: RunConfig, log_dir: Path, report: Callable[[int, int, floa
         procs, logs = [], []
         wire_before = net.wire_bytes(range(cfg.workers)) if net else None
         try:
-            for rank in range(total):
-                log = log_dir / (f"rank{rank}.log" if rank < cfg.workers else f"server{rank - cfg.workers}.log")
-                logs.append(log)
-                command = [sys.executable, "-m", "commbench.run.worker", str(run)]
-                with open_new(log, results) as fh:
-                    procs.append(subprocess.Popen(
-                        net.exec_prefix(rank) + command if net else command, stdout=fh, stderr=subprocess.STDOUT,
-                        env={**base_env, "RANK": str(rank), "LOCAL_RANK": str(rank)}))
+            # The processes start with the stop signals held (they take them once their handler is in), and
+            # one that reaches this process while they start is passed on once they all exist.
             with _forward_stop_signals(procs):
+                with stop_signals_held():
+                    for rank in range(total):
+                        log = log_dir / (f"rank{rank}.log" if rank < cfg.workers
+                                         else f"server{rank - cfg.workers}.log")
+                        logs.append(log)
+                        command = [sys.executable, "-m", "commbench.run.worker", str(run)]
+                        with open_new(log, results) as fh:
+                            procs.append(subprocess.Popen(
+                                net.exec_prefix(rank) + command if net else command, stdout=fh,
+                                stderr=subprocess.STDOUT, env={**base_env, "RANK": str(rank), "LOCAL_RANK": str(rank)}))
                 _watch(procs, logs, names, run, report, poll_s)
         finally:
             for p in procs:
@@ -149,9 +154,10 @@ def launch_local(cfg: RunConfig, log_dir: Path, report: Callable[[int, int, floa
 
 @contextlib.contextmanager
 def _forward_stop_signals(procs):
-    from commbench.run.checkpoint import STOP_SIGNALS
-
+    """A stop signal to this process goes on to each of ``procs``, and is noted here too (a sweep stops after
+    this run whatever its outcome)."""
     def forward(signum, _frame):
+        on_stop_signal(signum)
         for p in procs:
             if p.poll() is None:
                 p.send_signal(signum)

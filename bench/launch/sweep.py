@@ -16,6 +16,7 @@ def run_local_sweep(runs: list[RunConfig], out: Path, show_progress: bool = True
     another process is training (another sweep over the same folder) is left to it, so sweeps can run side by
     side over one grid, each taking the next run no one holds."""
     from commbench.launch.runner import CodeChanged, RecordNotWritten, RunningElsewhere, execute, summary
+    from commbench.run.checkpoint import stop_requested, stop_signals
     from commbench.store.provenance import code_loaded
 
     code_loaded()  # the code this sweep imported: each run's record names it, and a run is refused once it moves
@@ -24,32 +25,40 @@ def run_local_sweep(runs: list[RunConfig], out: Path, show_progress: bool = True
     print(f"sweep: {len(runs)} runs, {len(runs) - len(todo)} already finished, {len(todo)} to run", file=sys.stderr)
     bar = Progress("sweep", len(todo), unit="run", every_s=0.0, enabled=show_progress)
     failed, timed, timed_s = 0, 0, 0.0  # the whole runs this sweep trained, and their seconds
-    for i, cfg in enumerate(todo):
-        try:
-            result = execute(cfg, out, show_progress=show_progress)
-        except RunningElsewhere as exc:  # another lane has it: its record will say how it went
-            print(f"skip: {exc}", flush=True)
-            bar.update(i + 1)
-            continue
-        except (RecordNotWritten, CodeChanged) as exc:  # the disk is full or gone, or the code moved on: the
-            # next runs would fail the same way
-            bar.close()
-            print(f"commbench: {exc}; sweep stopped", file=sys.stderr)
-            return 1
-        failed += result.record["status"] == Status.FAILED
-        if result.skipped:  # finished since the sweep began (by another sweep on the same folder)
-            print(f"skip: {cfg.run_id} already {result.record['status']}, since this sweep began", flush=True)
-        else:
-            print(summary(cfg, result.record), flush=True)
-            if times_a_whole_run(result.record):
-                timed, timed_s = timed + 1, timed_s + result.record["metrics"]["wall_s"]
-        if result.record["status"] == Status.INTERRUPTED:  # the stop signal was for the sweep: stop it too
-            bar.close()  # not counted as one of the runs done: it resumes when the sweep runs again
-            print("commbench: sweep stopped by a checkpoint signal; run it again to resume", file=sys.stderr)
-            return EXIT_INTERRUPTED
-        bar.update(i + 1, note=remaining_note(timed_s, timed, len(todo) - i - 1))
-    bar.close()
-    return 1 if failed else 0
+    # The outermost block: a stop signal that comes during a run (whatever that run's outcome: a dist run's
+    # process can end before it could checkpoint) or between runs stays noted, and no next run starts.
+    with stop_signals():
+        for i, cfg in enumerate(todo):
+            if stop_requested():
+                bar.close()
+                print(f"commbench: sweep stopped by a checkpoint signal ({stop_requested()}) before its next run; "
+                      f"run it again to resume", file=sys.stderr)
+                return EXIT_INTERRUPTED
+            try:
+                result = execute(cfg, out, show_progress=show_progress)
+            except RunningElsewhere as exc:  # another lane has it: its record will say how it went
+                print(f"skip: {exc}", flush=True)
+                bar.update(i + 1)
+                continue
+            except (RecordNotWritten, CodeChanged) as exc:  # the disk is full or gone, or the code moved on: the
+                # next runs would fail the same way
+                bar.close()
+                print(f"commbench: {exc}; sweep stopped", file=sys.stderr)
+                return 1
+            failed += result.record["status"] == Status.FAILED
+            if result.skipped:  # finished since the sweep began (by another sweep on the same folder)
+                print(f"skip: {cfg.run_id} already {result.record['status']}, since this sweep began", flush=True)
+            else:
+                print(summary(cfg, result.record), flush=True)
+                if times_a_whole_run(result.record):
+                    timed, timed_s = timed + 1, timed_s + result.record["metrics"]["wall_s"]
+            if result.record["status"] == Status.INTERRUPTED:  # the stop signal was for the sweep: stop it too
+                bar.close()  # not counted as one of the runs done: it resumes when the sweep runs again
+                print("commbench: sweep stopped by a checkpoint signal; run it again to resume", file=sys.stderr)
+                return EXIT_INTERRUPTED
+            bar.update(i + 1, note=remaining_note(timed_s, timed, len(todo) - i - 1))
+        bar.close()
+        return 1 if failed else 0
 
 
 def times_a_whole_run(record: dict) -> bool:

@@ -92,8 +92,25 @@ def stop_requested() -> str | None:
     return _STOP.signal_name
 
 
-def _on_stop_signal(signum, _frame) -> None:
+def on_stop_signal(signum, _frame=None) -> None:
+    """Note a stop signal (the handler inside :func:`stop_signals`; a launcher that passes the signal on to its
+    processes calls it too, so that it also knows to stop)."""
     _STOP.signal_name = signal.Signals(signum).name
+
+
+@contextlib.contextmanager
+def stop_signals_held():
+    """While inside, SIGUSR1/SIGUSR2 wait (blocked) instead of arriving. Processes started inside inherit the
+    block across exec: a dist process unblocks them once its handler is in (:mod:`.worker`), so a stop signal
+    passed on while it is still importing is kept, not its death (SIGUSR1's default action ends a process)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)  # a signal that came meanwhile arrives now
 
 
 @contextlib.contextmanager
@@ -105,7 +122,7 @@ def stop_signals():
     if threading.current_thread() is not threading.main_thread():  # signal handlers live in the main thread
         yield
         return
-    previous = {s: signal.signal(s, _on_stop_signal) for s in STOP_SIGNALS}
+    previous = {s: signal.signal(s, on_stop_signal) for s in STOP_SIGNALS}
     if _STOP.depth == 0:
         _STOP.signal_name = None
     _STOP.depth += 1

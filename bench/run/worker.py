@@ -38,38 +38,52 @@ def main(run_dir: str) -> int:
     spec = json.loads((run / "config.json").read_text())
     from commbench.methods.comm import make_dist_communicator
 
-    from commbench.run.checkpoint import stop_signals
+    from commbench.run.checkpoint import STOP_SIGNALS, stop_signals
     from commbench.config import RunConfig
-    from commbench.store.records import atomic_write
     from commbench.run.devices import dist_backend
     from commbench.run.rank import run_rank
     from commbench.run.train import server_count
+    from commbench.store.records import atomic_write
 
     cfg = RunConfig.from_dict(spec["config"])
 
     def report(done: int, total: int, loss: float) -> None:
         atomic_write(run / "progress.json", json.dumps({"done": done, "total": total, "loss": loss}))
 
-    comm = make_dist_communicator(num_servers=server_count(cfg), backend=dist_backend(cfg))
-    try:
-        with stop_signals():
-            outcome = run_rank(cfg, comm, report=report, keep_weights=spec.get("save_weights", False),
-                               checkpoint_dir=Path(spec["checkpoint_dir"]) if spec.get("checkpoint_dir") else None)
-        if outcome is not None:
-            if outcome.weights is not None:
-                import torch
-
-                from commbench.store.safe_io import write_with
-
-                # the run's exchange folder: written like every other file, never through a link
-                write_with(run / "weights.pt", lambda f: torch.save(outcome.weights, f))
-            atomic_write(run / "result.json", json.dumps(
-                {"status": outcome.status, "metrics": outcome.metrics, "history": outcome.history,
-                 "data": outcome.data, "world_size": comm.world_size, "dist_backend": comm.backend,
-                 "stopped_by": outcome.stopped_by, "resumed_at": outcome.resumed_at, "devices": outcome.devices}))
-    finally:
-        comm.close()
+    # The local launcher started this process with the stop signals held (launch.local): they are taken from
+    # here, once the handler that turns them into a checkpoint-and-stop is in, until the result is written; a
+    # stop signal that comes later has nothing left to stop, and must not kill the process either.
+    with stop_signals():
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+        try:
+            comm = make_dist_communicator(num_servers=server_count(cfg), backend=dist_backend(cfg))
+            try:
+                outcome = run_rank(cfg, comm, report=report, keep_weights=spec.get("save_weights", False),
+                                   checkpoint_dir=Path(spec["checkpoint_dir"]) if spec.get("checkpoint_dir") else None)
+                if outcome is not None:
+                    write_result(run, outcome, comm)
+            finally:
+                comm.close()
+        finally:
+            signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
     return 0
+
+
+def write_result(run: Path, outcome, comm) -> None:
+    """Worker 0's outcome, for the launcher: ``result.json`` (and ``weights.pt`` when asked for)."""
+    from commbench.store.records import atomic_write
+
+    if outcome.weights is not None:
+        import torch
+
+        from commbench.store.safe_io import write_with
+
+        # the run's exchange folder: written like every other file, never through a link
+        write_with(run / "weights.pt", lambda f: torch.save(outcome.weights, f))
+    atomic_write(run / "result.json", json.dumps(
+        {"status": outcome.status, "metrics": outcome.metrics, "history": outcome.history,
+         "data": outcome.data, "world_size": comm.world_size, "dist_backend": comm.backend,
+         "stopped_by": outcome.stopped_by, "resumed_at": outcome.resumed_at, "devices": outcome.devices}))
 
 
 if __name__ == "__main__":
