@@ -35,15 +35,17 @@ $(FASHION):
 data: $(STAMP) $(FASHION)
 	$(VENV)/bin/commbench data
 
-# The smoke sweep on real MNIST where it can be provisioned, else on Fashion-MNIST (labelled as the stand-in)
+# The smoke sweep on real MNIST where it can be provisioned, else on Fashion-MNIST (labelled as the stand-in), into
+# local-results/ (git-ignored): results/ holds only the records the project commits
+SMOKE = local-results/smoke
 run: $(STAMP) $(FASHION)
 	@if $(VENV)/bin/commbench data mnist --quiet; then ds=mnist; \
 	  echo "make run: real MNIST (MD5-verified) in data/"; \
 	else ds=fashion-mnist; \
 	  echo "make run: MNIST cannot be provisioned here (no mirror, and its download failed: commbench data mnist says why):" \
 	       "Fashion-MNIST stands in, and every record and table row says so"; fi; \
-	$(VENV)/bin/commbench sweep bench/grids/smoke.yaml --set dataset=$$ds --out results/smoke && \
-	$(VENV)/bin/commbench table --results results/smoke
+	$(VENV)/bin/commbench sweep bench/grids/smoke.yaml --set dataset=$$ds --out $(SMOKE) && \
+	$(VENV)/bin/commbench table --results $(SMOKE)
 
 # Two pytest processes, each taking whole test files (--dist loadfile: a module's fixtures and order stay as
 # written): on 2 cores one file's process starts, rendezvous and waits overlap another's compute (a sample of 8
@@ -110,5 +112,6 @@ campaign-2node: $(STAMP)
 bench: $(STAMP) $(FASHION)
 	$(PY) -m pytest -q -m benchmark tests/benchmarks -s
 
+# the smoke sweep's records, not the user's other runs in local-results/ (results/smoke: where older versions put them)
 clean:
-	rm -rf $(VENV) results/smoke data
+	rm -rf $(VENV) $(SMOKE) results/smoke data

@@ -1,6 +1,6 @@
-"""Figures from the stored records (seaborn): for any results folder, every method of a setting (accuracy
-against bytes sent, workers and training time, with error bars over seeds; loss curves; throughput); with
-``--paper`` also what the papers plot, redrawn from the runs of their experiments.
+"""Figures from the stored records (matplotlib, seaborn's theme): for any results folder, every method of a
+setting (accuracy against bytes sent, workers and training time, with error bars over seeds; loss curves;
+throughput); with ``--paper`` also what the papers plot, redrawn from the runs of their experiments.
 
 A figure is one experiment: it sweeps a few settings (the x-axis and the lines) and holds every other setting
 fixed, so runs of different lengths, batches or data never share a figure. Each figure declares the settings
@@ -8,6 +8,10 @@ that must be equal across it (``fixed``); the records are split on them, and the
 figure, the task and those settings (``bytes-accuracy_lenet-mnist_fashion-mnist_w8_sim_b128_s1000_momentum``),
 so a name always means the same experiment whatever else is in the results folder. Where runs of one method
 differ in other method parameters (TernGrad without clipping beside TernGrad), each variant is its own line.
+
+A method has one colour in every figure (``figure_style.method_color``); the variants of a method share it and
+differ in marker and line style. Legends sit right of the axes, never over the data; tick labels carry their units
+(``300 MB``, ``1 Gbit/s``), never ``1e+07``: the look every figure shares is ``figure_style``'s.
 
 Accuracy is a fraction of the test set (0-1), as in the records and tables. Accuracy figures leave out
 synthetic-data runs (their accuracy means nothing); throughput figures take only
@@ -17,17 +21,20 @@ byte-for-byte reproducible: no timestamps in the files, runs sorted before plott
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 import pandas as pd
 
-from commbench.store.safe_io import ensure_folder, write_with
+from commbench.analysis.figure_style import (LINESTYLES, MARKERS, REFERENCE, freeze_limits, gigabytes_label,
+                                             legend_key, legend_outside, method_color, place_labels,
+                                             readable_log_ticks, value_ticks, variant_styles)
+from commbench.store.safe_io import ensure_folder, output_root, write_with
 from commbench.store.records import Status, iter_records, timed_on_one_device
 
 THRESHOLD_METHODS = ("wgt", "bgt", "qgt")
-MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 TOP1 = "top-1 accuracy (fraction of the test set)"  # one unit everywhere: the records' own
 # how a fixed setting appears in a file name: column -> prefix (in this order)
 NAME_PARTS = (("dataset", ""), ("workers", "w"), ("backend", ""), ("global_batch", "b"), ("batch_per_worker", "pw"),
@@ -88,67 +95,100 @@ class Figure:
 def _baseline_line(ax, frame: pd.DataFrame, y: str = "top1") -> None:
     base = frame[frame["method"] == "baseline"]
     if not base.empty:
-        ax.axhline(base[y].mean(), color="black", ls="--", lw=1, label=f"baseline (n={len(base)})")
+        ax.axhline(base[y].mean(), color=method_color("baseline"), ls="--", lw=1,
+                   label=f"baseline, mean (n={len(base)})")
+
+
+def _mean_lines(ax, data: pd.DataFrame, x: str, y: str, styles: dict, line: str = "line") -> str:
+    """One line per value of ``line``: the mean of ``y`` at each ``x`` over the runs there, with a bar of one
+    standard deviation where there are 2 or more. Returns what the axis label says of the bars ('' for none)."""
+    bars = ""
+    for label, runs in data.groupby(line, sort=True):
+        stats = runs.groupby(x)[y].agg(["mean", "std", "count"])
+        style = styles[label]
+        ax.plot(stats.index, stats["mean"], lw=1.2, ms=5, label=label, **style)
+        spread = stats[stats["count"] > 1]
+        if not spread.empty:
+            ax.errorbar(spread.index, spread["mean"], yerr=spread["std"], fmt="none", ecolor=style["color"],
+                        capsize=3, lw=0.9)
+            bars = "\nbars: 1 std over seeds"
+    return bars
 
 
 def _accuracy_vs_bytes(ax, frame: pd.DataFrame) -> bool:
-    import seaborn as sns
-
-    swept = frame[frame["method"].isin(THRESHOLD_METHODS)].sort_values(["method", "threshold"])
-    if len(swept) < 2:
+    """The threshold sweeps: per method the mean of each threshold's runs, joined in order of bytes, each point
+    labelled with its threshold (placed so that no label covers another), and the fp32 baseline's point."""
+    swept = frame[frame["method"].isin(THRESHOLD_METHODS)]
+    if len(swept) < 2 or swept.groupby("method")["threshold"].nunique().max() < 2:  # one threshold is no sweep
         return False
-    sns.lineplot(data=swept, x="gb_sent", y="top1", hue="method", style="method", markers=True, dashes=False,
-                 errorbar=None, estimator="mean", ax=ax)
+    labels, lines = [], []
+    for method, runs in swept.groupby("method", sort=True):
+        points = runs.groupby("threshold", dropna=False)[["gb_sent", "top1"]].mean().sort_values("gb_sent")
+        color = method_color(method)
+        ax.plot(points["gb_sent"], points["top1"], color=color, marker=MARKERS[THRESHOLD_METHODS.index(method)],
+                lw=1.2, ms=5, label=f"{method} ({len(runs)} runs)")
+        lines.append((points["gb_sent"].to_numpy(), points["top1"].to_numpy()))
+        labels += [(row["gb_sent"], row["top1"], f"{threshold:g}", color)
+                   for threshold, row in points.iterrows() if not pd.isna(threshold)]
     base = frame[frame["method"] == "baseline"]
+    obstacles = []
     if not base.empty:  # the fp32 reference point
-        ax.scatter(base["gb_sent"].mean(), base["top1"].mean(), marker="*", s=90, color="black", zorder=3,
+        obstacles.append((base["gb_sent"].mean(), base["top1"].mean()))
+        ax.scatter(*obstacles[0], marker="*", s=90, color=method_color("baseline"), zorder=3,
                    label=f"baseline, fp32 (n={len(base)})")
-    ax.legend(fontsize=7)
-    for _, row in swept.drop_duplicates(["method", "threshold"]).dropna(subset=["threshold"]).iterrows():
-        ax.annotate(f"{row['threshold']:g}", (row["gb_sent"], row["top1"]), fontsize=6, alpha=0.7,
-                    textcoords="offset points", xytext=(3, 3))
     ax.set_xscale("log")
-    _readable_log_ticks(ax)
-    ax.set(xlabel="GB sent by all workers, on the wire (log)", ylabel=TOP1)
+    readable_log_ticks(ax, gigabytes_label)
+    ax.set(xlabel="bytes sent by all workers, on the wire (log)\nnumbers: each point's threshold", ylabel=TOP1)
+    legend_outside(ax)
+    ax.margins(y=0.08)  # room for the labels of the highest and lowest points
+    freeze_limits(ax)
+    place_labels(ax, labels, obstacles, lines)
     return True
 
 
 def _accuracy_vs_workers(ax, frame: pd.DataFrame) -> bool:
-    import seaborn as sns
-
     data = frame.assign(line=variant_labels(frame))
     data = data[data.groupby("line")["workers"].transform("nunique") >= 2]  # lines, not lone points
     if data["workers"].nunique() < 2:
         return False
-    sns.lineplot(data=data, x="workers", y="top1", hue="line", marker="o", errorbar="sd", ax=ax)
+    bars = _mean_lines(ax, data, "workers", "top1", variant_styles(data["line"]))
     ax.set_xscale("log", base=2)
-    ax.legend(fontsize=7)
+    value_ticks(ax, data["workers"])
+    legend_outside(ax)
     backends = "; ".join(f"{b} at {', '.join(str(int(w)) for w in sorted(g['workers'].unique()))}"
                          for b, g in data.groupby("backend", sort=True))
-    ax.set(xlabel=f"workers (log2; {backends})", ylabel=TOP1)
+    ax.set(xlabel=f"workers (log2; {backends}){bars}", ylabel=TOP1)
     return True
 
 
-def _accuracy_vs_delay(ax, frame: pd.DataFrame) -> bool:
-    import seaborn as sns
+def _ssdsgd_sweep(ax, runs: pd.DataFrame, frame: pd.DataFrame, x: str) -> str:
+    """SSD-SGD's top-1 against ``x``, one line per local update rule in SSD-SGD's colour, beside the baseline;
+    returns what the axis label says of the error bars."""
+    rules = runs["local_rule"].fillna("default").astype(str)
+    data = runs.assign(line=("ssdsgd, local rule " + rules) if rules.nunique() > 1 or rules.iloc[0] != "default"
+                       else "ssdsgd")
+    styles = {label: {"color": method_color("ssdsgd"), "marker": MARKERS[i % len(MARKERS)],
+                      "ls": LINESTYLES[i % len(LINESTYLES)]}
+              for i, label in enumerate(sorted(data["line"].unique()))}
+    bars = _mean_lines(ax, data, x, "top1", styles)
+    _baseline_line(ax, frame)
+    value_ticks(ax, data[x])
+    legend_outside(ax)
+    return bars
 
+
+def _accuracy_vs_delay(ax, frame: pd.DataFrame) -> bool:
     ssd = frame[frame["method"] == "ssdsgd"].dropna(subset=["k"])
     # Table 2's runs: for each k its longest warm-up (499 or 500); Figure 4's shorter warm-ups are not delays
     warmup = ssd["warmup"].fillna(0)
     ssd = ssd[warmup >= warmup.groupby(ssd["k"]).transform("max") - 1]
     if ssd["k"].nunique() < 2:
         return False
-    sns.lineplot(data=ssd, x="k", y="top1", hue="local_rule", style="local_rule", markers=True, errorbar="sd",
-                 hue_order=sorted(ssd["local_rule"].unique()), style_order=sorted(ssd["local_rule"].unique()), ax=ax)
-    _baseline_line(ax, frame)
-    ax.legend(fontsize=7)
-    ax.set(xlabel="delay steps k", ylabel=TOP1)
+    ax.set(xlabel="delay steps k" + _ssdsgd_sweep(ax, ssd, frame, "k"), ylabel=TOP1)
     return True
 
 
 def _accuracy_vs_warmup(ax, frame: pd.DataFrame) -> bool:
-    import seaborn as sns
-
     ssd = frame[frame["method"] == "ssdsgd"].dropna(subset=["k", "warmup"])
     if ssd.empty:
         return False
@@ -157,36 +197,43 @@ def _accuracy_vs_warmup(ax, frame: pd.DataFrame) -> bool:
     swept = ssd[ssd["k"] == k]
     if swept["warmup"].nunique() < 2:
         return False
-    rules = sorted(swept["local_rule"].unique())
-    sns.lineplot(data=swept, x="warmup", y="top1", hue="local_rule", style="local_rule", markers=True,
-                 errorbar="sd", hue_order=rules, style_order=rules, ax=ax)
-    _baseline_line(ax, frame)
-    ax.legend(fontsize=7)
-    ax.set(xlabel=f"warm-up iterations (synchronous SGD before the delay; k = {k:g})", ylabel=TOP1)
+    bars = _ssdsgd_sweep(ax, swept, frame, "warmup")
+    ax.set(xlabel=f"warm-up iterations (synchronous SGD before the delay; k = {k:g}){bars}", ylabel=TOP1)
     return True
 
 
 def _training_curves(ax, frame: pd.DataFrame) -> bool:
-    import seaborn as sns
+    """Training loss against the step, one line per run; the runs of a variant share its colour and style."""
+    from matplotlib.ticker import MaxNLocator
 
     labels = variant_labels(frame)
-    points = [{"step": h["step"], "train loss": h["train_loss"], "line": labels[i], "run": row["run_id"]}
-              for i, row in frame.iterrows() for h in row["history"] if h.get("train_loss") is not None]
-    if len(frame) < 2 or len({p["step"] for p in points}) < 3:
+    curves = [(labels[i], [(h["step"], h["train_loss"]) for h in row["history"] if h.get("train_loss") is not None])
+              for i, row in frame.iterrows()]
+    if len(frame) < 2 or len({step for _, points in curves for step, _ in points}) < 3:
         return False
-    sns.lineplot(data=pd.DataFrame(points), x="step", y="train loss", hue="line", units="run", estimator=None,
-                 lw=0.8, alpha=0.8, ax=ax)
-    ax.legend(fontsize=6)
+    styles, named = variant_styles(labels), set()
+    for label, points in sorted(curves, key=lambda curve: curve[0]):  # the legend in the order of the labels
+        if points:
+            # a marker every few evaluations tells apart the variants of a method; one at each hides the line
+            ax.plot([s for s, _ in points], [loss for _, loss in points], lw=0.8, alpha=0.8, ms=3,
+                    markevery=max(1, len(points) // 6), label=label if label not in named else "_nolegend_",
+                    **styles[label])
+            named.add(label)
     ax.set_yscale("log")
+    readable_log_ticks(ax, axis="y")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True, steps=[1, 2, 2.5, 5, 10]))  # a 4-step run read step 2.5
+    legend_outside(ax)
+    ax.set(xlabel="step", ylabel="training loss (log)")
     return True
 
 
-def _throughput_vs_workers(ax, frame: pd.DataFrame, model: Callable | None = None) -> bool:
-    import seaborn as sns
+# the throughput figure's line style says where a number comes from; its colour and marker, which run
+SOURCE_STYLES = {"measured": "-", "model, 1-worker profile": "--", "model, loopback profile": ":", "modelled": "-."}
 
+
+def _throughput_frame(frame: pd.DataFrame, model: Callable | None) -> pd.DataFrame:
+    """The measured throughput of each run, and beside it every modelled one for the same runs."""
     data = frame.dropna(subset=["images_per_s"])
-    if data["workers"].nunique() < 2:
-        return False
     data = data.assign(source="measured", line=variant_labels(data))
     if model is not None:
         modelled = model(data)
@@ -196,12 +243,29 @@ def _throughput_vs_workers(ax, frame: pd.DataFrame, model: Callable | None = Non
     for column, source in (("modelled_images_per_s", "model, 1-worker profile"),
                            ("loopback_modelled_images_per_s", "model, loopback profile")):
         if column in data and data[column].notna().any():
-            modelled = data.dropna(subset=[column]).assign(images_per_s=lambda f, c=column: f[c], source=source)
-            data = pd.concat([data, modelled], ignore_index=True)
-    sns.lineplot(data=data, x="workers", y="images_per_s", hue="line", style="source", markers=True,
-                 errorbar=None, ax=ax)
-    ax.legend(fontsize=6)
-    ax.set_xticks(sorted(int(w) for w in data["workers"].unique()))
+            modelled = data[data["source"] == "measured"].dropna(subset=[column])
+            data = pd.concat([data, modelled.assign(images_per_s=modelled[column], source=source)],
+                             ignore_index=True)
+    return data
+
+
+def _throughput_vs_workers(ax, frame: pd.DataFrame, model: Callable | None = None) -> bool:
+    """Images/s against workers: a colour and marker per method variant, a line style per source (measured or
+    a model's prediction); the legend names each once, not every pairing of them."""
+    if frame.dropna(subset=["images_per_s"])["workers"].nunique() < 2:
+        return False
+    data = _throughput_frame(frame, model)
+    styles = variant_styles(data["line"].dropna())
+    for (label, source), runs in data.groupby(["line", "source"], sort=True):
+        mean = runs.groupby("workers")["images_per_s"].mean()
+        measured = source == "measured"
+        ax.plot(mean.index, mean.values, color=styles[label]["color"], marker=styles[label]["marker"],
+                ls=SOURCE_STYLES.get(source, "-."), lw=1.4 if measured else 0.9, ms=5 if measured else 3.5,
+                alpha=1.0 if measured else 0.75)
+    handles = [legend_key(label, color=s["color"], marker=s["marker"]) for label, s in styles.items()]
+    handles += [legend_key(source, ls=SOURCE_STYLES.get(source, "-.")) for source in dict.fromkeys(data["source"])]
+    legend_outside(ax, handles, [h.get_label() for h in handles])
+    value_ticks(ax, data["workers"])
     ax.set(xlabel="workers (one process each)", ylabel="images/s (training)")
     return True
 
@@ -235,91 +299,128 @@ def _coincident_offsets(ends: dict[str, tuple[float, float]]) -> dict[str, int]:
     return shifts
 
 
-def _readable_log_ticks(ax) -> None:
-    """Labels at 1, 2 and 5 per decade over up to two decades, 1 and 3 up to four, powers of ten beyond; no
-    minor labels: matplotlib labels every minor tick of an axis under a decade (2.925x10^0, 2.95x10^0, ...) and
-    those labels run into each other."""
-    import math
-
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
-
-    ax.autoscale_view()
-    lo, hi = sorted(ax.get_xlim())
-    decades = math.log10(hi / lo) if lo > 0 else 9
-    subs = (1.0, 2.0, 5.0) if decades <= 2 else (1.0, 3.0) if decades <= 4 else (1.0,)
-    ax.xaxis.set_major_locator(LogLocator(base=10, subs=subs, numticks=12))
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.xaxis.set_minor_formatter(NullFormatter())
-
-
 def _all_methods_vs_bytes(ax, frame: pd.DataFrame) -> bool:
     """Every method (and parameter choice) of one setting: its training curve (top-1 at each evaluation against
     the bytes sent so far, mean over seeds), ending in the final point with error bars of one standard deviation
     over its seeds (where it has 2 or more). End points that coincide are shifted sideways and say so."""
+    from matplotlib.ticker import FuncFormatter
     from matplotlib.transforms import ScaledTranslation
 
     data = frame.assign(line=variant_labels(frame))
-    if data["line"].nunique() < 2:
+    if data["line"].nunique() < 2 or not (data["gb_sent"] > 0).any():  # one worker sends nothing: no x-axis
         return False
     groups = dict(list(data.groupby("line", sort=True)))
     shifts = _coincident_offsets({label: (g["gb_sent"].mean(), g["top1"].mean()) for label, g in groups.items()})
-    methods = sorted(data["method"].unique())
-    for i, (label, group) in enumerate(groups.items()):
-        # one colour per method, one marker per setting of it
-        method = group["method"].iloc[0]
-        n, color = len(group), f"C{methods.index(method) % 10}"
-        marker = MARKERS[sum(1 for other in list(groups)[:i] if groups[other]["method"].iloc[0] == method) % 8]
+    styles = variant_styles(groups)
+    for label, group in groups.items():
+        n, style = len(group), styles[label]
         curve = _history_curve(group)
         if len(curve) > 1:
-            ax.plot(curve["gb"], curve["top1"], color=color, lw=0.9, alpha=0.6)
-        note = f", drawn {5 * shifts[label]} pt right: same point as another" if shifts[label] else ""
+            ax.plot(curve["gb"], curve["top1"], color=style["color"], ls=style["ls"], lw=0.9, alpha=0.6)
+        note = f"\n  drawn {5 * shifts[label]} pt right: same point as another" if shifts[label] else ""
         bars = ax.errorbar(group["gb_sent"].mean(), group["top1"].mean(),
                            xerr=group["gb_sent"].std() if n > 1 else None,
                            yerr=group["top1"].std() if n > 1 else None,
-                           fmt=marker, capsize=3, color=color, label=f"{label} (n={n}{note})")
+                           fmt=style["marker"], capsize=3, color=style["color"], label=f"{label} (n={n}){note}")
         if shifts[label]:  # moved on the screen only: the axis limits stay those of the data
             sideways = ScaledTranslation(5 * shifts[label] / 72, 0, ax.figure.dpi_scale_trans)
             for artist in bars.get_children():
                 artist.set_transform(artist.get_transform() + sideways)
     if (data["gb_sent"] > 0).all():
         ax.set_xscale("log")
-        _readable_log_ticks(ax)
-    ax.legend(fontsize=6)
-    ax.set(xlabel="GB sent by all workers (log)\nlines: top-1 during training; points: the end, 1 std over seeds",
+        readable_log_ticks(ax, gigabytes_label)
+    else:  # a run that sent nothing has no place on a log axis
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: gigabytes_label(v)))
+    legend_outside(ax)
+    scale = " (log)" if ax.get_xscale() == "log" else ""
+    ax.set(xlabel=f"bytes sent by all workers{scale}\nlines: top-1 during training; points: the end, 1 std over seeds",
            ylabel=TOP1)
     return True
 
 
-def _accuracy_vs_time(ax, frame: pd.DataFrame) -> bool:
-    """Top-1 against the training time elapsed, one line per method (and parameter choice): the mean over its
-    seeds, each seed's top-1 at a time being its last evaluation by then, and a band from the lowest to the
-    highest seed; a method with one run is its own line. The dotted line is the runs' declared target."""
+def _timed_runs(frame: pd.DataFrame) -> dict[str, list[tuple]]:
+    """Each variant's runs as (training seconds, top-1) arrays at their evaluations, runs timed on one device."""
     import numpy as np
 
     labels = variant_labels(frame)
-    curves: dict[str, list[tuple[list, list]]] = {}
+    runs: dict[str, list[tuple]] = {}
     for i, row in frame.iterrows():
         timed = [(h["train_s"], h["top1"]) for h in (row["history"] if row["one_device"] else [])
                  if isinstance(h.get("train_s"), (int, float)) and isinstance(h.get("top1"), (int, float))]
         if len(timed) >= 2:
-            curves.setdefault(labels[i], []).append(([t for t, _ in timed], [a for _, a in timed]))
-    if sum(len(runs) for runs in curves.values()) < 2:
-        return False
-    for i, (label, runs) in enumerate(sorted(curves.items())):
-        end = min(times[-1] for times, _ in runs)
-        grid = np.linspace(min(times[0] for times, _ in runs), end, 60)
-        # each seed's top-1 at each time: its last evaluation at or before it (a step, not an interpolation)
-        held = np.array([[acc[max(0, np.searchsorted(times, t, side="right") - 1)] for t in grid]
-                         for times, acc in runs])
-        color = f"C{i % 10}"
-        ax.plot(grid, held.mean(axis=0), color=color, lw=1.1, label=f"{label} (n={len(runs)})")
+            runs.setdefault(labels[i], []).append((np.array([t for t, _ in timed]), np.array([a for _, a in timed])))
+    return runs
+
+
+def _held(times, top1, at):
+    """A run's top-1 at each time of ``at`` (times from its first evaluation on): its last evaluation at or
+    before it, a step, not an interpolation."""
+    import numpy as np
+
+    return top1[np.searchsorted(times, at, side="right") - 1]
+
+
+def _time_curve(ax, runs: list[tuple], style: dict, label: str) -> None:
+    """A variant's mean over its seeds (thick) where every seed has evaluated and none has ended yet, with a
+    band from the lowest to the highest seed; before and beyond that, each seed's own line (thin), so that the
+    figure ends where the longest seed ends, and shows where a mean turns into one seed."""
+    import numpy as np
+
+    start, end = max(t[0] for t, _ in runs), min(t[-1] for t, _ in runs)
+    grid = np.unique(np.concatenate([t[(t >= start) & (t <= end)] for t, _ in runs]))
+    line = {"color": style["color"], "ls": style["ls"], "drawstyle": "steps-post"}
+    if len(grid) >= 2:
+        held = np.array([_held(t, a, grid) for t, a in runs])
+        ax.plot(grid, held.mean(axis=0), lw=1.6, label=f"{label} (n={len(runs)})", marker=style["marker"], ms=3.5,
+                markevery=max(1, len(grid) // 6), **line)
         if len(runs) > 1:
-            ax.fill_between(grid, held.min(axis=0), held.max(axis=0), color=color, alpha=0.15, lw=0)
+            ax.fill_between(grid, held.min(axis=0), held.max(axis=0), step="post", color=style["color"],
+                            alpha=0.15, lw=0)
+    else:  # the seeds never ran at once (one ended before another began): no mean to draw
+        start, end = math.inf, -math.inf
+        ax.plot([], [], lw=1.6, label=f"{label} (n={len(runs)}, no common span)", **line)
+    for times, top1 in runs:
+        if len(grid) < 2:
+            ax.plot(times, top1, lw=0.9, alpha=0.8, **line)
+            continue
+        if len(runs) == 1:  # the mean is the run
+            continue
+        head, tail = times < start, times > end  # before every seed has evaluated; after one has ended
+        if head.any():
+            ax.plot(np.append(times[head], start), np.append(top1[head], _held(times, top1, start)),
+                    lw=0.7, alpha=0.7, **line)
+        if tail.any():
+            ax.plot(np.insert(times[tail], 0, end), np.insert(top1[tail], 0, _held(times, top1, end)),
+                    lw=0.7, alpha=0.7, **line)
+
+
+def _accuracy_vs_time(ax, frame: pd.DataFrame) -> bool:
+    """Top-1 against the training time elapsed, one line per method (and parameter choice): the mean over its
+    seeds where all of them are running, each seed's top-1 at a time being its last evaluation by then, with a
+    band from the lowest to the highest seed; each seed's own thin line before and after, to its own end (a
+    mean over the seeds present would change what it averages without saying so). A method with one run is its
+    own line. The dotted line is the runs' declared target."""
+    runs = _timed_runs(frame)
+    if sum(len(seeds) for seeds in runs.values()) < 2:
+        return False
+    styles = variant_styles(runs)
+    for label, seeds in sorted(runs.items()):
+        _time_curve(ax, seeds, styles[label], label)
+    handles, labels = ax.get_legend_handles_labels()
+    if any(len(seeds) > 1 for seeds in runs.values()):
+        handles += [legend_key("mean over seeds, all running", lw=1.6),
+                    legend_key("each seed, where not all are running", lw=0.7, alpha=0.7),
+                    legend_key("lowest to highest seed", patch=True, color=REFERENCE, alpha=0.15, lw=0)]
     targets = frame["eval_target"].dropna().unique() if "eval_target" in frame else []
     if len(targets) == 1:
-        ax.axhline(targets[0], color="black", ls=":", lw=0.9, label=f"declared target {targets[0]:g}")
-    ax.legend(fontsize=6)
-    ax.set(xlabel="training time (s); band: lowest to highest seed", ylabel=TOP1)
+        handles.append(ax.axhline(targets[0], color=REFERENCE, ls=":", lw=0.9, label=f"declared target {targets[0]:g}"))
+    legend_outside(ax, handles, [h.get_label() for h in handles])
+    first = min(times[0] for seeds in runs.values() for times, _ in seeds)
+    last = max(times[-1] for seeds in runs.values() for times, _ in seeds)
+    if first > 0 and last > 20 * first:  # a slow method's long run squeezed the fast ones into one corner
+        ax.set_xscale("log")
+        readable_log_ticks(ax)
+    ax.set(xlabel="training time (s" + (", log)" if ax.get_xscale() == "log" else ")"), ylabel=TOP1)
     return True
 
 
@@ -378,14 +479,49 @@ def _subtitle(key: dict) -> str:
     return " ".join(s for s in shown[:2] if s) + (", " + ", ".join(rest) if rest else "")
 
 
+def _with_lone_worker(figure: Figure, selected: pd.DataFrame, group: pd.DataFrame, key: dict) -> pd.DataFrame:
+    """A throughput figure on a link gets the setting's 1-worker point, which has no link."""
+    if not (key["net"] and figure.name == "throughput-vs-workers"):
+        return group
+    alone = selected[(selected["workers"] == 1) & (selected["net"] == "")]
+    for column in set(figure.fixed) - {"net"}:
+        alone = alone[(alone[column] == key[column]) | (alone[column].isna() & pd.isna(key[column]))]
+    return pd.concat([group, alone])
+
+
+def _draw_and_write(figure: Figure, group: pd.DataFrame, key: dict, out: Path, formats, model, root) -> list[Path]:
+    """One figure into its files; none where the records do not support it."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=120)
+    # the axes' place is set before drawing (not fitted after), since threshold labels are placed on the
+    # screen; the files are cropped to what was drawn, the legend right of the axes included
+    fig.subplots_adjust(left=0.12, right=0.96, bottom=0.16, top=0.88)
+    written = []
+    try:
+        kwargs = {"model": model} if figure.draw is _throughput_vs_workers else {}
+        if figure.draw(ax, group.reset_index(drop=True), **kwargs):
+            ax.set_title(f"{figure.title}\n{_subtitle(key)}", fontsize=8)
+            for fmt in formats:
+                path = out / f"{experiment_name(figure, key)}.{fmt}"
+                # no creation date or software version in the files: the same records give the same bytes
+                meta = {"CreationDate": None, "Producer": None} if fmt == "pdf" else {"Software": None}
+                write_with(path, lambda f: fig.savefig(f, format=fmt, dpi=120, metadata=meta, bbox_inches="tight",
+                                                       pad_inches=0.08), root)
+                written.append(path)
+    finally:
+        plt.close(fig)
+    return written
+
+
 def plot_all(results: Path, out: Path, model: Callable | None = None, formats=("png", "pdf"),
-             paper: bool = False) -> list[Path]:
+             paper: bool = False, root: Path | None = None) -> list[Path]:
     """Every figure the records support, one per setting; with ``paper`` the papers' figures too. Returns the
-    files written (sorted)."""
+    files written (sorted). Below ``root`` (default: the results folder where ``out`` lies in it, else ``out``)
+    nothing is written through a link, and only regular files are replaced."""
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import seaborn as sns
 
     sns.set_theme(style="whitegrid", context="paper")
@@ -393,7 +529,8 @@ def plot_all(results: Path, out: Path, model: Callable | None = None, formats=("
     written: list[Path] = []
     if frame.empty:
         return written
-    ensure_folder(out)
+    root = root or output_root(out, results)
+    ensure_folder(out, root)
     if (frame["net"] != "").any():
         from commbench.analysis.perfmodel.measured import comparison
 
@@ -407,21 +544,6 @@ def plot_all(results: Path, out: Path, model: Callable | None = None, formats=("
         keys = list(figure.fixed)
         for values, group in selected.groupby(keys, sort=True, dropna=False):
             key = dict(zip(keys, values))
-            if key["net"] and figure.name == "throughput-vs-workers":  # the 1-worker point, which has no link
-                alone = selected[(selected["workers"] == 1) & (selected["net"] == "")]
-                for column in set(keys) - {"net"}:
-                    alone = alone[(alone[column] == key[column]) | (alone[column].isna() & pd.isna(key[column]))]
-                group = pd.concat([group, alone])
-            fig, ax = plt.subplots(figsize=(6, 4))
-            kwargs = {"model": model} if figure.draw is _throughput_vs_workers else {}
-            if figure.draw(ax, group.reset_index(drop=True), **kwargs):
-                ax.set_title(f"{figure.title}\n{_subtitle(key)}", fontsize=8)
-                fig.tight_layout()
-                for fmt in formats:
-                    path = out / f"{experiment_name(figure, key)}.{fmt}"
-                    # no creation date or software version in the files: the same records give the same bytes
-                    meta = {"CreationDate": None, "Producer": None} if fmt == "pdf" else {"Software": None}
-                    write_with(path, lambda f: fig.savefig(f, format=fmt, dpi=120, metadata=meta))
-                    written.append(path)
-            plt.close(fig)
+            group = _with_lone_worker(figure, selected, group, key)
+            written += _draw_and_write(figure, group, key, out, formats, model, root)
     return sorted(written)

@@ -13,11 +13,11 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from commbench.store.safe_io import ensure_folder
+from commbench.store.safe_io import ensure_folder, output_root, read_small_text
 from commbench.analysis.papers.reference import PAPERS
 from commbench.analysis.papers.tables import LEGEND, build, layout, rows, sections, totals_line, verdict_counts
 from commbench.analysis.plots import plot_all
-from commbench.store.records import iter_records, part_way_line
+from commbench.store.records import MAX_RECORD_BYTES, UnreadableRecord, iter_records, part_way_line
 from commbench.analysis.table import COLUMNS, comparison, records_frame
 
 
@@ -39,7 +39,10 @@ def record_digest(results: Path) -> tuple[int, str]:
     h = hashlib.sha256()
     n = 0
     for r in iter_records(results):
-        h.update(Path(r["_path"]).read_bytes())
+        try:  # read again, bounded as the first time: the file may have been swapped since
+            h.update(read_small_text(Path(r["_path"]), MAX_RECORD_BYTES, UnreadableRecord).encode())
+        except UnreadableRecord:
+            continue
         n += 1
     return n, h.hexdigest()[:16]
 
@@ -124,7 +127,7 @@ def two_level_blocks(results: Path) -> list[Block]:
 TTA_COLUMNS = ["task", "method", "params", "differs", "workers", "n", "time to target (s)", "vs strongest baseline"]
 
 
-def tta_blocks(results: Path, figures_dir: Path) -> list[Block]:
+def tta_blocks(results: Path, figures_dir: Path, root: Path | None = None) -> list[Block]:
     """Time to accuracy: the settings whose runs declared a target (eval.target) on emulated links, measured, and
     (with runs on both links of the time-to-accuracy grid) the held-out validation and the projection to TernGrad
     Figure 5's cluster with its crossover map."""
@@ -152,7 +155,7 @@ def tta_blocks(results: Path, figures_dir: Path) -> list[Block]:
             rows, notes, calibration, cpu = tta_tables.report(results, task, workers, "1gbit", "100mbit", cluster)
             figure = figures_dir / f"tta-crossover_{task}_w{workers}.png"
             tta_tables.draw_crossover(figure, results, task, workers, calibration, ["1gbit", "100mbit"], cluster,
-                                      cluster.compute_s(task)[0], None, 50e-6, cpu)
+                                      cluster.compute_s(task)[0], None, 50e-6, cpu, root=root)
         except ConfigError as exc:
             return out + [Block("p", f"(no projection: {exc})")]
         out.append(Block("h3", "Projected: calibrated at 1 Gbit/s, validated at 100 Mbit/s, projected to a cluster"))
@@ -173,7 +176,7 @@ def is_campaign(results: Path) -> bool:
     return results.name == "campaign" or (results / "campaign" / "runs").is_dir()
 
 
-def blocks(results: Path, figures_dir: Path, paper: bool = False) -> list[Block]:
+def blocks(results: Path, figures_dir: Path, paper: bool = False, root: Path | None = None) -> list[Block]:
     """The user's runs first (their table and figures); the paper tables, the performance models and the
     papers' figures with ``paper`` (always for the campaign's folder)."""
     paper = paper or is_campaign(results)
@@ -199,8 +202,9 @@ def blocks(results: Path, figures_dir: Path, paper: bool = False) -> list[Block]
         out += model_blocks()
     out += network_blocks(results)
     out += two_level_blocks(results)
-    out += tta_blocks(results, ensure_folder(figures_dir))
-    figures = plot_all(results, figures_dir, formats=("png", "pdf"), paper=paper)
+    root = root or output_root(figures_dir, results)  # below it, nothing is written through a link
+    out += tta_blocks(results, ensure_folder(figures_dir, root), root)
+    figures = plot_all(results, figures_dir, formats=("png", "pdf"), paper=paper, root=root)
     out.append(Block("h2", "Figures"))
     if not figures:
         out.append(Block("p", "(no records to plot)"))
@@ -272,10 +276,11 @@ def write_report(results: Path, out: Path, paper: bool = False) -> list[Path]:
     """report.md, report.html and figures/ under ``out``; returns the files written."""
     from commbench.store.records import atomic_write
 
-    ensure_folder(out)
-    items = blocks(results, out / "figures", paper)
+    root = output_root(out, results)  # nothing below it is written through a link (a planted report/ is refused)
+    ensure_folder(out, root)
+    items = blocks(results, out / "figures", paper, root)
     md, page = out / "report.md", out / "report.html"
-    atomic_write(md, to_markdown(items, out))
-    atomic_write(page, to_html(items))
+    atomic_write(md, to_markdown(items, out), root)
+    atomic_write(page, to_html(items), root)
     return [md, page]
 

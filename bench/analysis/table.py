@@ -17,11 +17,12 @@ COLUMNS = ["task", "dataset", "method", "params", "differs", "workers", "backend
 # The machine-readable table (--format csv/json): plain numbers, units in the names. Accuracy is a fraction of
 # the evaluation set (0-1) here as in the records.
 DATA_COLUMNS = ["task", "dataset", "substitute_for", "method", "params", "differs", "workers", "backend", "tier",
-                "steps", "n_runs", "n_done", "seeds", "status", "top1_mean", "top1_std", "top5_mean",
-                "bytes_sent_per_worker_step", "bytes_received_per_worker_step", "fp32_bytes_over_sent",
-                "images_per_s_mean", "images_per_s_std", "comm_exposed_share", "target_top1", "target_source",
-                "time_to_target_s", "runs_reaching_target", "runs_untimed", "timing_cpu", "strongest_baseline",
-                "speedup_vs_strongest", "speedup_low", "speedup_high", "speedup_pairs", "setting_id"]
+                "tier_steps", "steps", "planned_steps", "n_runs", "n_done", "seeds", "status", "top1_mean",
+                "top1_std", "top5_mean", "bytes_sent_per_worker_step", "bytes_received_per_worker_step",
+                "fp32_bytes_over_sent", "speed_withheld", "images_per_s_mean", "images_per_s_std",
+                "comm_exposed_share", "target_top1", "target_source", "time_to_target_s", "runs_reaching_target",
+                "runs_untimed", "timing_cpu", "strongest_baseline", "speedup_vs_strongest", "speedup_low",
+                "speedup_high", "speedup_pairs", "setting_id"]
 # time to accuracy: by default the first point at which a run reaches its setting's baseline's final top-1 minus this
 TARGET_BELOW_BASELINE = 0.005
 # what a run's baseline shares with it: its setting less the method's own choices
@@ -29,6 +30,31 @@ METHOD_FIELDS = ("method", "method_params", "method_version", "exchange", "bucke
 
 
 SHOWN = ("task", "dataset", "method", "workers", "backend", "tier", "steps")  # fields the table shows anyway
+
+
+def not_timed_alone(cfg: dict) -> str:
+    """Why a run's seconds are no speed result, or "" where they are one. Only a run timed alone on one machine
+    says how fast a method is: real processes (backend dist), and the emulated network's runs (net), which are
+    run one at a time. Simulated workers share one process, on a machine that trains other runs beside them (a
+    campaign's lanes): their images/s, time to target and speed-up would read as speed results and are none."""
+    if cfg.get("backend") == "dist" or cfg.get("net"):
+        return ""
+    return f"{cfg.get('backend') or 'unknown backend'}: not timed alone"
+
+
+def tier_steps(cfg: dict) -> int | None:
+    """The steps of a run's tier: the tier's own (cpu, smoke: shortened on purpose), else its recipe's as
+    published (with the paper's overlay for the method). None for a task, recipe or tier this code does not know."""
+    from commbench.tasks import TASKS
+
+    task = TASKS.get(cfg.get("task"))
+    tier = task.tiers.get(cfg.get("tier") or "paper") if task else None
+    recipe_name = cfg.get("recipe") or (next(iter(task.recipes)) if task else None)
+    if tier is None or recipe_name not in task.recipes:
+        return None
+    layered = {**task.recipes[recipe_name], **task.method_overlay(recipe_name, cfg.get("method") or ""), **tier}
+    steps = layered.get("steps")
+    return int(steps.value) if steps is not None and isinstance(steps.value, int) else None
 
 
 def _key(value: dict) -> str:
@@ -48,6 +74,7 @@ def records_frame(root: Path) -> pd.DataFrame:
             "run_id": r["run_id"], "status": r["status"], "task": cfg.get("task"), "dataset": cfg.get("dataset"),
             "method": cfg.get("method"), "params": chosen_params(cfg), "workers": workers, "backend": cfg.get("backend"),
             "tier": cfg.get("tier"), "seed": cfg.get("seed"), "steps": steps, "top1": m.get("top1"),
+            "planned_steps": cfg.get("steps"), "tier_steps": tier_steps(cfg), "not_timed_alone": not_timed_alone(cfg),
             "top5": m.get("top5"), "images_per_s": m.get("images_per_s"), "bytes_sent": sent,
             "bytes_fp32_equiv": m.get("bytes_fp32_equiv"),
             "bytes_per_worker_step": sent / (workers * steps) if sent is not None and workers and steps else None,
@@ -168,19 +195,15 @@ def comparison_data(frame: pd.DataFrame, target: float | None = None) -> pd.Data
         done = group[group["status"] == Status.DONE]
         statuses = group["status"].value_counts()
         goal, source = _goal(group, target, baseline_top1.get(first["baseline_setting"]))
-        timed = done[done["timed"]]
-        cpus = timed["cpu"].value_counts()
-        cpu = cpus.index[0] if len(cpus) == 1 else None
-        times = ({seed: time_to(curve, goal) for seed, curve in zip(timed["seed"], timed["curve"])}
-                 if goal and cpu is not None else {})
-        reached = [t for t in times.values() if t is not None]
+        timing, arm = _timing(done, first["method"], goal, first["not_timed_alone"])
         substitutes = group["substitute"].dropna()
-        arms.append((first["baseline_setting"], goal, Arm(first["method"], times, cpu)))
+        arms.append((first["baseline_setting"], goal, arm))
         rows.append({
             "task": first["task"], "dataset": first["dataset"],
             "substitute_for": substitutes.iloc[0] if not substitutes.empty else None,
             "method": first["method"], "params": first["params"], "differs": differs.get(first["setting"], ""),
             "workers": first["workers"], "backend": first["backend"], "tier": first["tier"],
+            "tier_steps": _planned(group, "tier_steps"), "planned_steps": _planned(group, "planned_steps"),
             "steps": int(group["steps"].max()), "n_runs": len(group), "n_done": len(done),
             "seeds": " ".join(str(s) for s in sorted(group["seed"].dropna().unique())),
             "status": ", ".join(f"{s} {c}" if len(statuses) > 1 or c > 1 else s for s, c in statuses.items()),
@@ -188,14 +211,8 @@ def comparison_data(frame: pd.DataFrame, target: float | None = None) -> pd.Data
             "bytes_sent_per_worker_step": _mean(done["bytes_per_worker_step"]),
             "bytes_received_per_worker_step": _mean(done["received_per_worker_step"]),
             "fp32_bytes_over_sent": _mean(done["compression"]),
-            "images_per_s_mean": _mean(done["images_per_s"]), "images_per_s_std": _std(done["images_per_s"]),
             "comm_exposed_share": _mean(done["exposed"]), "target_top1": goal, "target_source": source,
-            "time_to_target_s": sum(reached) / len(reached) if reached else None,
-            # of the runs whose history times their evaluations: a run without train_s is unknown, not unreached
-            "runs_reaching_target": len(reached) if goal is not None and len(timed) and cpu is not None else None,
-            "runs_untimed": len(done) - len(timed),
-            "timing_cpu": cpu if cpu is not None or not len(cpus) else
-                          "mixed: " + "; ".join(f"{name} ({count})" for name, count in sorted(cpus.items())),
+            **timing,
             "setting_id": hashlib.sha256(first["setting"].encode()).hexdigest()[:10],
         })
     for row, (where, goal, arm) in zip(rows, arms):
@@ -203,7 +220,41 @@ def comparison_data(frame: pd.DataFrame, target: float | None = None) -> pd.Data
     data = pd.DataFrame(rows)
     order = ["task", "dataset", "method", "params", "workers", "backend", "tier", "steps", "differs"]
     data = data.sort_values(order, key=lambda c: c.astype(str), kind="stable", ignore_index=True)
-    return data
+    for column in ("tier_steps", "planned_steps"):  # whole numbers, a missing one empty (not 10000.0 beside NaN)
+        data[column] = data[column].astype("Int64")
+    return data[DATA_COLUMNS]
+
+
+def _planned(group: pd.DataFrame, column: str) -> int | None:
+    """The steps a setting's runs were to train, or its tier's recipe's: one number (both are part of the
+    setting), or None where the records do not say."""
+    planned = group[column].dropna()
+    return int(planned.max()) if not planned.empty else None
+
+
+def _timing(done: pd.DataFrame, method: str, goal: float | None, withheld: str) -> tuple[dict, Arm]:
+    """A setting's timed columns (images/s, time to target) and its arm for the speed-ups. None of them where
+    its runs were not timed alone (``withheld`` says why: :func:`not_timed_alone`); no time to target where its
+    timed runs ran on more than one CPU."""
+    timed = done[done["timed"]]
+    if withheld:
+        return ({"speed_withheld": withheld, "images_per_s_mean": None, "images_per_s_std": None,
+                 "time_to_target_s": None, "runs_reaching_target": None, "runs_untimed": len(done),
+                 "timing_cpu": None}, Arm(method, {}, None))
+    cpus = timed["cpu"].value_counts()
+    cpu = cpus.index[0] if len(cpus) == 1 else None
+    times = ({seed: time_to(curve, goal) for seed, curve in zip(timed["seed"], timed["curve"])}
+             if goal and cpu is not None else {})
+    reached = [t for t in times.values() if t is not None]
+    return ({"speed_withheld": "",
+             "images_per_s_mean": _mean(done["images_per_s"]), "images_per_s_std": _std(done["images_per_s"]),
+             "time_to_target_s": sum(reached) / len(reached) if reached else None,
+             # of the runs whose history times their evaluations: a run without train_s is unknown, not unreached
+             "runs_reaching_target": len(reached) if goal is not None and len(timed) and cpu is not None else None,
+             "runs_untimed": len(done) - len(timed),
+             "timing_cpu": cpu if cpu is not None or not len(cpus) else
+                           "mixed: " + "; ".join(f"{name} ({count})" for name, count in sorted(cpus.items())),
+             }, Arm(method, times, cpu))
 
 
 def _against_strongest(arm: Arm, rivals: list[Arm]) -> dict:
@@ -225,31 +276,49 @@ def comparison(frame: pd.DataFrame, target: float | None = None) -> pd.DataFrame
         return pd.DataFrame(columns=COLUMNS)
     rows = []
     for _, d in data.iterrows():
-        goal, reached, n_done = d["target_top1"], d["runs_reaching_target"], d["n_done"] - d["runs_untimed"]
+        withheld = f"— ({d['speed_withheld']})" if d["speed_withheld"] else None
         rows.append({
             "task": d["task"],
             # pandas reads a missing substitute as NaN where another row has one: NaN is truthy
             "dataset": d["dataset"] + (f" (for {d['substitute_for']})" if isinstance(d["substitute_for"], str)
                                        and d["substitute_for"] else ""),
             "method": d["method"], "params": d["params"], "differs": d["differs"], "workers": d["workers"],
-            "backend": d["backend"], "tier": d["tier"], "steps": d["steps"], "n": d["n_runs"], "status": d["status"],
-            "top1": _mean_std(d["top1_mean"], d["top1_std"], ".4f"),
+            "backend": d["backend"], "tier": _tier_text(d), "steps": d["steps"], "n": d["n_runs"],
+            "status": d["status"], "top1": _mean_std(d["top1_mean"], d["top1_std"], ".4f"),
             "bytes/worker/step": _number(d["bytes_sent_per_worker_step"], ",.0f"),
             "recv/worker/step": _number(d["bytes_received_per_worker_step"], ",.0f"),
             "fp32/sent": _number(d["fp32_bytes_over_sent"], ".2f", "x"),
-            "images/s": _mean_std(d["images_per_s_mean"], d["images_per_s_std"], ".0f"),
+            "images/s": withheld or _mean_std(d["images_per_s_mean"], d["images_per_s_std"], ".0f"),
             "comm exposed": _number(None if d["comm_exposed_share"] is None else 100 * d["comm_exposed_share"],
                                     ".0f", "%"),
-            "time to target (s)": ("—" if goal is None or pd.isna(goal) else
-                                   f"none (timed on more than one CPU: {d['timing_cpu'][len('mixed: '):]})"
-                                   if str(d["timing_cpu"]).startswith("mixed: ") else
-                                   "unknown (the history has no train_s)" if reached is None or pd.isna(reached) else
-                                   f"not reached within {d['steps']} steps (top-1 {goal:.4f})" if not reached else
-                                   f"{d['time_to_target_s']:.1f}" + (f" ({int(reached)} of {n_done})"
-                                                                     if reached < n_done else "")),
-            "vs strongest baseline": _speedup_text(d),
+            "time to target (s)": withheld or _time_to_target_text(d),
+            "vs strongest baseline": withheld or _speedup_text(d),
         })
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _tier_text(d: pd.Series) -> str:
+    """The tier, and ``shortened`` where the runs train fewer steps than the tier's recipe: ``paper, shortened
+    (of 10,000)`` for a 600-step run of the paper's recipe is no run of the paper's length."""
+    planned, recipe = d["planned_steps"], d["tier_steps"]
+    if planned is None or recipe is None or pd.isna(planned) or pd.isna(recipe) or planned >= recipe:
+        return d["tier"]
+    return f"{d['tier']}, shortened (of {int(recipe):,})"
+
+
+def _time_to_target_text(d: pd.Series) -> str:
+    """The mean seconds to the target (with ``(r of n)`` where only r of the n timed runs reached it), or why
+    there is none: no target, timed on several CPUs, no train_s in the history, not reached within the steps."""
+    goal, reached, n_done = d["target_top1"], d["runs_reaching_target"], d["n_done"] - d["runs_untimed"]
+    if goal is None or pd.isna(goal):
+        return "—"
+    if str(d["timing_cpu"]).startswith("mixed: "):
+        return f"none (timed on more than one CPU: {d['timing_cpu'][len('mixed: '):]})"
+    if reached is None or pd.isna(reached):
+        return "unknown (the history has no train_s)"
+    if not reached:  # the target's top-1, not the runs': they stayed below it
+        return f"not reached within {d['steps']} steps (target top-1 {goal:.4f})"
+    return f"{d['time_to_target_s']:.1f}" + (f" ({int(reached)} of {n_done})" if reached < n_done else "")
 
 
 def _speedup_text(d: pd.Series) -> str:

@@ -11,7 +11,8 @@ from commbench.config import (SETTING, ConfigError, ascii_float, ascii_int, desc
                               run_flags)
 from commbench.config.grid import GRIDS_DIR
 from commbench.analysis.papers.reference import PAPERS
-from commbench.store.safe_io import UnsafePath, check_target
+from commbench.config.parsers import output_file, output_folder
+from commbench.store.safe_io import UnsafePath
 from commbench.cli import model as model_command
 from commbench.cli import status as status_command
 from commbench.cli.grids import grid_runs
@@ -125,6 +126,9 @@ def _add_table_command(sub) -> None:
     table.add_argument("--target", type=ascii_float, metavar="TOP1",
                        help="time to accuracy: seconds until a run first reaches this top-1 (a fraction, e.g. 0.85); "
                             "default: the setting's baseline's final top-1 minus 0.005")
+    table.add_argument("--full", action="store_true",
+                       help="--paper on a terminal: print the whole tables, not their summary (a pipe or --out "
+                            "always gets the whole)")
 
 
 def _add_compare_command(sub) -> None:
@@ -295,8 +299,8 @@ def cmd_table(args) -> int:
     if args.out and Path(args.out).is_dir():  # checked first: an hour's table must not fail at its last step
         raise ConfigError(f"--out {args.out}: a folder; --out names the file the table is written to "
                           f"(the records are read from --results)")
-    if args.out:
-        check_target(Path(args.out))  # a FIFO, device or link: refused before any work, in one line
+    if args.out:  # a FIFO, device or link, a parent that is a file or in /proc: refused before any work, in one line
+        output_file("--out", args.out)
     if args.paper:  # where the records come from, on stderr (the table itself may be piped)
         print(f"commbench: the paper tables judge the records under {Path(args.results).resolve()}", file=sys.stderr)
     if under_way := part_way_line(Path(args.results)):  # the evidence is not all in yet: say so
@@ -304,9 +308,17 @@ def cmd_table(args) -> int:
     if args.target is not None and not 0 < args.target <= 1:
         raise ConfigError(f"--target {args.target}: a top-1 as a fraction, in (0, 1]")
     if args.paper:
-        from commbench.analysis.papers.tables import build, render as render_paper, rows
+        from commbench.analysis.papers.tables import build, render as render_paper, render_summary, rows
 
-        text = render_paper(rows(build(args.paper, Path(args.results))), args.format)
+        table = rows(build(args.paper, Path(args.results)))
+        # some 100 KB of tables would scroll past on a terminal: there, their summary and how to get them whole
+        if sys.stdout.isatty() and not args.out and args.format == "md" and not args.full:
+            import shlex
+
+            results = f" --results {shlex.quote(given)}" if given else ""
+            text = render_summary(table, f"commbench table --paper {args.paper}{results} --full (or --out FILE)")
+        else:
+            text = render_paper(table, args.format)
     else:
         from commbench.analysis.table import comparison, comparison_data, records_frame, render
 
@@ -352,7 +364,9 @@ def cmd_plot(args) -> int:
     args.results = results_of(args)
     if not Path(args.results).is_dir():
         raise ConfigError(f"--results {args.results}: no such folder")
-    written = plot_all(Path(args.results), Path(args.out or Path(args.results) / "figures"), paper=args.paper)
+    # before any work: a folder that is a file, is below one or is in /proc is bad input, named
+    out = output_folder("--out", args.out or str(Path(args.results) / "figures"))
+    written = plot_all(Path(args.results), out, paper=args.paper)
     for path in written:
         print(path)
     if not written:
@@ -366,7 +380,9 @@ def cmd_report(args) -> int:
     args.results = results_of(args)
     if not Path(args.results).is_dir():
         raise ConfigError(f"--results {args.results}: no such folder")
-    for path in write_report(Path(args.results), Path(args.out or Path(args.results) / "report"), paper=args.paper):
+    # before any work: a folder that is a file, is below one or is in /proc is bad input, named
+    out = output_folder("--out", args.out or str(Path(args.results) / "report"))
+    for path in write_report(Path(args.results), out, paper=args.paper):
         print(path)
     return 0
 

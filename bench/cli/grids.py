@@ -39,6 +39,8 @@ def grid_runs(path: str, sets: list[str], filters: list[str], data_root: str | N
     """A grid's runs, with ``--set`` applied to every run and ``--only`` picking a part."""
     from commbench.config.grid import MAX_RUNS, expand, load_grid
 
+    if max_runs is not None and max_runs < 1:
+        raise ConfigError(f"--max-runs: at least 1, got {max_runs}")
     grid = load_grid(path)
     if data_root:
         grid.base["data_root"] = data_root

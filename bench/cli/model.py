@@ -23,9 +23,14 @@ from commbench.analysis.perfmodel.measured import step_time_of
 from commbench.analysis.perfmodel.tables import (Network, StepTime, calibration, figure5_table, method_overrides,
                                                  render, ssdsgd_costs, ssdsgd_table, terngrad_table)
 from commbench.config import ConfigError, ascii_float, ascii_int, check_names, parse_set
-from commbench.config.parsers import bounded, int_list, rate_bytes, size_bytes
+from commbench.config.parsers import (MAX_LIST_VALUE, bounded, int_list, output_file, output_folder, rate_bytes,
+                                      size_bytes)
+from commbench.store.safe_io import output_root
 
 DEFAULT_TASK = "alexnet-imagenet"
+MAX_BATCH = 10 ** 9           # samples per step: past any data set's size
+MAX_LATENCY_US = 1_000_000    # a second per message: slower than any link the models describe
+FIGURE_FORMATS = ("png", "pdf", "svg")
 
 
 def methods_of(text: str) -> list[str]:
@@ -52,14 +57,14 @@ def step_and_task(args) -> tuple[str, StepTime]:
             print(f"commbench: note: {args.record} is a {record['workers']}-worker {record['backend']} run; its step "
                   "time includes that run's exchange, not one worker's computation alone", file=sys.stderr)
         batch = batch or record["batch"]
-    if batch is not None and batch < 1:
-        raise ConfigError(f"--batch: must be a positive integer, got {batch}")
+    if batch is not None and not 1 <= batch <= MAX_BATCH:
+        raise ConfigError(f"--batch: must be an integer from 1 to {MAX_BATCH:,}, got {batch}")
     return task, StepTime(step, batch, source)
 
 
 def network_of(args, default_rate: str, default_latency_s: float) -> Network:
     """The network from --calibration, or --network and --latency-us (or the model's defaults)."""
-    latency = bounded(args.latency_us, "--latency-us", at_least=0)
+    latency = bounded(args.latency_us, "--latency-us", at_least=0, at_most=MAX_LATENCY_US)
     if args.calibration:
         if args.network or latency is not None:
             raise ConfigError("--calibration: gives the network's latency and bandwidth; drop --network/--latency-us")
@@ -90,8 +95,10 @@ def run_terngrad(args) -> int:
     if step.seconds is None:
         raise ConfigError("step time: give --step-time SECONDS or --record PATH (one worker's measured step)")
     methods = methods_of(args.method)
-    if args.gpus_per_node < 1:
-        raise ConfigError(f"--gpus-per-node: must be a positive integer, got {args.gpus_per_node}")
+    if not 1 <= args.gpus_per_node <= MAX_LIST_VALUE:
+        raise ConfigError(f"--gpus-per-node: must be an integer from 1 to {MAX_LIST_VALUE:,}, got {args.gpus_per_node}")
+    # a threshold method that sends no element exchanges nothing and learns nothing: no throughput to model
+    bounded(args.fraction_sent, "--fraction-sent", above=0, at_most=1)
     rows, notes = terngrad_table(
         task, methods, step, network_of(args, "1gbit", terngrad.LATENCY_1GBE.value),
         gpus_per_node=args.gpus_per_node, nodes=int_list(args.nodes, "--nodes"),
@@ -131,8 +138,11 @@ def run_ssdsgd(args) -> int:
 
 
 def run_calibrate(args) -> int:
-    sizes = [size_bytes(s) for s in str(args.sizes).split(",") if s.strip()] if args.sizes \
-        else list(alphabeta.DEFAULT_SIZES)
+    if not 2 <= args.world_size <= alphabeta.MAX_WORLD_SIZE:  # each a process on this machine
+        raise ConfigError(f"--world-size: a calibration runs 2 to {alphabeta.MAX_WORLD_SIZE} processes on this "
+                          f"machine, got {args.world_size}")
+    sizes = [size_bytes(s, "--sizes", alphabeta.MAX_SIZE_BYTES) for s in str(args.sizes).split(",") if s.strip()] \
+        if args.sizes else list(alphabeta.DEFAULT_SIZES)
     ops = [o.strip() for o in str(args.ops).split(",") if o.strip()]
     result = calibration(ops, sizes, args.world_size, args.repeats, args.warmup, args.weighting)
     emit(json.dumps(result, indent=2) + "\n", args.out or f"results/calibration/gloo-w{args.world_size}.json")
@@ -150,21 +160,49 @@ def run_tta(args) -> int:
             rate_bytes(rate, flag)
     if args.target is not None and not 0 < args.target <= 1:
         raise ConfigError(f"--target {args.target}: a top-1 as a fraction, in (0, 1]")
+    latency_s = bounded(args.latency_us, "--latency-us", at_least=0, at_most=MAX_LATENCY_US) * 1e-6
+    figure, root = figure_of(args, results)  # before any work: a bad name must not cost the whole model
     cluster = clusters.load(args.cluster) if args.cluster else None
-    if args.sweep_bandwidth and cluster is None:
+    if figure and cluster is None:
         raise ConfigError("--sweep-bandwidth: needs --cluster (the shape and compute the map sweeps the link of)")
     compute = bounded(args.compute_s, "--compute-s", above=0)
     rows, notes, calibration, cpu = tta_tables.report(results, args.task, args.workers, args.calibrate_on,
-                                                      args.validate_on, cluster, compute, args.target,
-                                                      args.latency_us * 1e-6, args.cpu)
-    if args.sweep_bandwidth:
+                                                      args.validate_on, cluster, compute, args.target, latency_s,
+                                                      args.cpu)
+    if figure:
         step = compute if compute is not None else cluster.compute_s(args.task)[0]
-        tta_tables.draw_crossover(Path(args.sweep_bandwidth), results, args.task, args.workers, calibration,
+        tta_tables.draw_crossover(figure, results, args.task, args.workers, calibration,
                                   [net for net in (args.calibrate_on, args.validate_on) if net], cluster, step,
-                                  args.target, args.latency_us * 1e-6, cpu)
-        notes.append(f"crossover map: {args.sweep_bandwidth}")
-    emit(render(rows, notes, args.format), args.out)
+                                  args.target, latency_s, cpu, root=root)
+        notes.append(f"crossover map: {figure}")
+    emit(render(tta_tables.readable(rows) if args.format == "md" else rows, notes, args.format), args.out)
     return 0
+
+
+def figure_of(args, results: Path) -> tuple[Path | None, Path | None]:
+    """Where ``--sweep-bandwidth`` draws, and the folder below which nothing is written through a link: a bare
+    name goes into ``--figures`` (default ``RESULTS/figures``), never the folder the command was started in; a
+    path with a folder in it is taken as given. Checked before any work."""
+    name = args.sweep_bandwidth
+    if name is None:
+        if args.figures is not None:
+            raise ConfigError("--figures: only with --sweep-bandwidth (the folder its map is drawn into)")
+        return None, None
+    given = Path(name)
+    suffix = given.suffix.lower().lstrip(".")
+    if name.endswith(("/", "/.", "/..")) or given.name in ("", ".", "..") or given.name.startswith("."):
+        raise ConfigError(f"--sweep-bandwidth {name}: not a file name (e.g. crossover.png)")
+    if suffix not in FIGURE_FORMATS:
+        raise ConfigError(f"--sweep-bandwidth {name}: the figure's name must end in "
+                          f"{', '.join('.' + f for f in FIGURE_FORMATS[:-1])} or .{FIGURE_FORMATS[-1]}")
+    bare = given.parent == Path(".") and "/" not in name
+    if not bare and args.figures is not None:
+        raise ConfigError(f"--figures: only with a bare --sweep-bandwidth name; {name} names its folder already")
+    if bare:
+        folder = output_folder("--figures", args.figures) if args.figures is not None else results / "figures"
+        given = folder / given.name
+    output_file("--sweep-bandwidth", str(given))
+    return given, output_root(given.parent, results)
 
 
 # -- argparse -------------------------------------------------------------------------------------------
@@ -176,7 +214,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch", type=ascii_int, metavar="K", help="samples per step (default: the record's per-worker "
                                                          "batch, else the task recipe's)")
     p.add_argument("--network", metavar="RATE", help="network bandwidth, e.g. 1gbit, 100mbit, 10gbit")
-    p.add_argument("--latency-us", type=ascii_float, metavar="US", help="network latency, microseconds")
+    p.add_argument("--latency-us", type=ascii_float, metavar="US",
+                   help=f"network latency, microseconds (0 to {MAX_LATENCY_US:,})")
     p.add_argument("--calibration", metavar="FILE", help="take latency and bandwidth from an allreduce fit "
                                                          "(commbench model calibrate)")
     p.add_argument("--set", action="append", default=[], metavar="method.KEY=VALUE",
@@ -195,29 +234,38 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     tg.add_argument("--method", default="baseline,terngrad", help="comma-separated methods")
     tg.add_argument("--gpus-per-node", type=ascii_int, default=1, metavar="I",
                     help="workers per node, on the fast link (default: %(default)s)")
-    tg.add_argument("--nodes", default="1,2,4,8", metavar="J,...", help="node counts to model (default: %(default)s)")
+    tg.add_argument("--nodes", default="1,2,4,8", metavar="J,...",
+                    help="node counts to model, 1,2,4 or 1..8 (at most 10,000 of them, each at most 1,000,000; "
+                         "default: %(default)s)")
     tg.add_argument("--intra-node", metavar="RATE", help="GPU-GPU bandwidth C_gwd (default PCIe 3.0 x16)")
     tg.add_argument("--cpu-gpu", metavar="RATE", help="CPU-GPU bandwidth C_cwd (default PCIe 3.0 x16)")
     tg.add_argument("--scaling", choices=list(terngrad.SCALINGS), default="weak",
                     help="weak: batch per worker fixed; strong: total batch fixed (default: %(default)s)")
-    tg.add_argument("--fraction-sent", type=ascii_float, metavar="F", help="threshold methods: fraction of elements sent")
+    tg.add_argument("--fraction-sent", type=ascii_float, metavar="F",
+                    help="threshold methods: fraction of elements sent, in (0, 1]")
     tg.add_argument("--figure5", action="store_true", help="reproduce Figure 5's setting and the 3.04x check")
     tg.add_argument("--utilization", type=ascii_float, help="--figure5: fraction of GPU peak FLOP/s (default 0.5)")
 
     sd = sub.add_parser("ssdsgd", help="SSD-SGD's model (Eq. 2, 4, 7): iteration time for k delay steps")
     _common(sd)
-    sd.add_argument("--k", default="1..5", help="delay steps: 1..5 or 1,2,4")
+    sd.add_argument("--k", default="1..5", help="delay steps: 1..5 or 1,2,4 (at most 10,000 of them, each at most "
+                                                "1,000,000)")
     sd.add_argument("--backward-share", type=ascii_float, help="T_b / (T_f + T_b) (default: from counted FLOPs)")
     for flag, what in (("--tf", "T_f"), ("--tb", "T_b"), ("--tc", "T_c"), ("--hb-last", "h_b^L"),
                        ("--hc-first", "h_c^1"), ("--hloc-first", "h_loc^1"), ("--hs", "sum_j h_s^j")):
         sd.add_argument(flag, type=ascii_float, metavar="S", help=f"{what} in seconds, instead of the estimate")
 
     cal = sub.add_parser("calibrate", help="measure and fit allreduce/allgather on gloo (alpha-beta)")
-    cal.add_argument("--world-size", type=ascii_int, default=2, help="gloo processes to measure (default: %(default)s)")
-    cal.add_argument("--sizes", help="comma-separated bytes per worker (4096, 64KiB, 1MiB; default 1KiB..16MiB)")
+    cal.add_argument("--world-size", type=ascii_int, default=2,
+                     help=f"gloo processes to measure, 2 to {alphabeta.MAX_WORLD_SIZE} (default: %(default)s)")
+    cal.add_argument("--sizes", help="comma-separated bytes per worker (4096, 64KiB, 1MiB; default 1KiB..16MiB; "
+                                     "at most 256 MiB each, and world size x 2 (world size + 1) x the largest at most "
+                                     "8 GiB: the memory the processes hold at once)")
     cal.add_argument("--ops", default="allreduce,allgather", help="collectives to time (default: %(default)s)")
-    cal.add_argument("--repeats", type=ascii_int, default=10, help="timed repeats per size (default: %(default)s)")
-    cal.add_argument("--warmup", type=ascii_int, default=3, help="untimed repeats first (default: %(default)s)")
+    cal.add_argument("--repeats", type=ascii_int, default=10,
+                     help="timed repeats per size, 1 to 10,000 (default: %(default)s)")
+    cal.add_argument("--warmup", type=ascii_int, default=3, help="untimed repeats first, 0 to 10,000 (default: "
+                                                                 "%(default)s)")
     cal.add_argument("--weighting", choices=list(alphabeta.WEIGHTINGS), default="ols",
                      help="ols: plain least squares; relative: residuals / t (alpha not swamped by large sizes)")
     cal.add_argument("--out", metavar="FILE", help="default results/calibration/gloo-w<world size>.json")
@@ -238,14 +286,23 @@ def _add_tta(sub) -> None:
                                                                         "cluster (default: the profile's)")
     tta.add_argument("--target", type=ascii_float, metavar="TOP1", help="default: the runs' declared eval.target")
     tta.add_argument("--latency-us", type=ascii_float, default=50.0, metavar="US",
-                     help="the emulated links' latency per message (default: %(default)s)")
+                     help=f"the emulated links' latency per message, microseconds (0 to {MAX_LATENCY_US:,}; "
+                          f"default: %(default)s)")
     tta.add_argument("--cpu", metavar="MODEL", help="read only the runs timed on this CPU (the records' env.cpu_model; "
                                                      "needed where the runs were timed on more than one)")
-    tta.add_argument("--sweep-bandwidth", metavar="FIGURE", help="draw the crossover map into this file (.png, .pdf)")
+    tta.add_argument("--sweep-bandwidth", metavar="FIGURE",
+                     help="draw the crossover map into this file (.png, .pdf or .svg); a bare name goes into --figures")
+    tta.add_argument("--figures", metavar="DIR", help="the folder for a bare --sweep-bandwidth name (default: "
+                                                      "RESULTS/figures, below --results)")
     tta.add_argument("--format", choices=["md", "csv", "json"], default="md", help="output format (default: %(default)s)")
     tta.add_argument("--out", metavar="FILE", help="also write the output here")
 
 
 def run(args) -> int:
+    # the output is checked before any work: a calibration or a model of many rows must not fail at its last step
+    out = args.out or (f"results/calibration/gloo-w{args.world_size}.json" if args.model_command == "calibrate"
+                       else None)
+    if out is not None:
+        output_file("--out", out)
     return {"terngrad": run_terngrad, "ssdsgd": run_ssdsgd, "calibrate": run_calibrate,
             "tta": run_tta}[args.model_command](args)

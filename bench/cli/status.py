@@ -21,6 +21,9 @@ def run(args) -> int:
     out = Path(args.results)
     if not out.is_dir():
         raise ConfigError(f"--results {out}: no such folder")
+    for option, given in (("--only", args.only), ("--set", args.set), ("--max-runs", args.max_runs is not None)):
+        if given and not args.grid:  # they choose among a grid's runs: without one they would be ignored
+            raise ConfigError(f"{option}: only with --grid (it chooses among a grid's runs)")
     # every grid's runs first: a bad grid or --only stops the command before it prints or writes anything
     grids = [(grid, grid_runs(grid, args.set, args.only, max_runs=args.max_runs)[1]) for grid in args.grid]
     every = {r["run_id"]: r for r in iter_records(out)}  # each record read once: the lines and the estimates
@@ -122,15 +125,48 @@ def _recorded_line(out: Path, run_id: str, record: dict | None, note: dict | Non
     top1 = f"{m['top1']:.4f}" if m.get("top1") is not None else "—"
     job = f"  job {note['job_id']}" if note else ""
     live = _live(out, run_id) if run_id in running else None
-    progress = _checkpoint_step(out, run_id) if state in (Shown.RUNNING, Shown.PENDING, Shown.REQUEUED) else None
-    steps = (_pace(live, c) if live else f"{m.get('steps')}/{c.get('steps')}" if m else
+    reached = _recorded_steps(record) if m else None
+    # where the record does not say how far the run got (one stopped before it could write its metrics), or the
+    # run is queued or training: its checkpoint does
+    asks_checkpoint = state in (Shown.RUNNING, Shown.PENDING, Shown.REQUEUED) or (m and reached is None)
+    progress = _checkpoint_step(out, run_id) if asks_checkpoint else None
+    steps = (_pace(live, c) if live else f"{reached}/{c.get('steps')}" if reached is not None else
              f"{progress}/{c.get('steps')} (checkpoint)" if progress else f"-/{c.get('steps')}")
     if state not in FINISHED:
         left[run_id] = _unfinished(c, live, progress)
     error = record.get("error") if record is not None and record_is_current(record, note) else None
     said = running.get(run_id) or error  # a run trained again now: who has it, not how it went last time
-    return state, (f"{state:9s} {run_id}  {c.get('task')} {c.get('method')} w={c.get('workers')} "
+    return state, (f"{state:9s} {run_id}  {c.get('task')} {_method(c)} w={c.get('workers')} "
                    f"{c.get('backend')} steps={steps} top1={top1}{job}" + (f"  ({said})" if said else ""))
+
+
+def _recorded_steps(record: dict) -> int | None:
+    """The steps a recorded run reached: its metrics', else its history's last point's (a record written when a
+    run stopped part-way may carry no metrics), else None."""
+    steps = (record.get("metrics") or {}).get("steps")
+    if isinstance(steps, int):
+        return steps
+    points = [p.get("step") for p in record.get("history") or [] if isinstance(p, dict)]
+    return max((p for p in points if isinstance(p, int)), default=None)
+
+
+def _method(cfg: dict) -> str:
+    """The method with the parameters that tell its runs apart, compactly: ``wgt(threshold=0.005)``. Those the run
+    set itself (a grid axis or base, --set), as the table's params column; where the configuration does not say
+    (no sources), those other than the method's defaults."""
+    from commbench.methods import METHODS
+
+    method, params = cfg.get("method"), cfg.get("method_params") or {}
+    sources = cfg.get("sources")
+    if isinstance(sources, dict) and sources:
+        chosen = {k: v for k, v in params.items() if str(sources.get(f"method.{k}", "")).startswith("set by user")}
+    else:
+        try:
+            defaults = vars(METHODS[method].Params())
+        except (KeyError, TypeError, ValueError):  # a method this code no longer knows: every parameter
+            defaults = {}
+        chosen = {k: v for k, v in params.items() if k not in defaults or defaults[k] != v}
+    return f"{method}({','.join(f'{k}={v}' for k, v in sorted(chosen.items()))})" if chosen else str(method)
 
 
 def _to_do_line(out: Path, cfg: RunConfig, running: dict, left: dict[str, dict]) -> tuple[str, str]:
@@ -143,7 +179,8 @@ def _to_do_line(out: Path, cfg: RunConfig, running: dict, left: dict[str, dict])
     progress = None if live else _checkpoint_step(out, cfg.run_id)  # a checkpoint carried from elsewhere
     left[cfg.run_id] = _unfinished(cfg.to_dict(), live, progress)
     steps = _pace(live, left[cfg.run_id]) if live else f"{progress}/{cfg.steps} (checkpoint)" if progress else f"-/{cfg.steps}"
-    return state, f"{state:9s} {cfg.run_id}  {cfg.task} {cfg.method} w={cfg.workers} {cfg.backend} steps={steps}{by}"
+    return state, (f"{state:9s} {cfg.run_id}  {cfg.task} {_method(cfg.to_dict())} w={cfg.workers} {cfg.backend} "
+                   f"steps={steps}{by}")
 
 
 def _unlisted_line(out: Path, run_id: str, running: dict) -> tuple[str, str]:

@@ -23,6 +23,7 @@ from commbench.methods import METHODS
 
 from commbench.config import (ConfigError, RunConfig, check_names, load_yaml, method_param_types, read_user_text,
                               resolve)
+from commbench.config.parsers import shown
 from commbench.store.records import SAFE_NAME
 
 TOP_LEVEL = ("name", "base", "axes", "exclude", "slurm", "description", "declares")
@@ -97,20 +98,14 @@ def load_grid(path: str | Path) -> Grid:
         raise ConfigError(f"{path}: a grid is a mapping with 'base' and 'axes'")
     for key in doc:
         if key not in TOP_LEVEL:
-            raise ConfigError(f"{path}: unknown top-level key {key!r} (known: {', '.join(TOP_LEVEL)})")
+            raise ConfigError(f"{path}: unknown top-level key {shown(key)} (known: {', '.join(TOP_LEVEL)})")
     base, axes = doc.get("base") or {}, doc.get("axes") or {}
     exclude, slurm = doc.get("exclude") or [], doc.get("slurm") or {}
     if not isinstance(base, dict):
         raise ConfigError(f"{path}: base must be a mapping of settings")
     if not isinstance(axes, dict):
         raise ConfigError(f"{path}: axes must be a mapping of setting -> list of values")
-    for key, values in axes.items():
-        if not isinstance(values, list) or not values:
-            raise ConfigError(f"{path}: axis {key!r} must be a non-empty list")
-        names = _axis_names(key)
-        if len(names) > 1 and not all(isinstance(v, list) and len(v) == len(names) for v in values):
-            raise ConfigError(f"{path}: axis {key!r} ties {len(names)} settings: each value must be a list of "
-                              f"{len(names)}")
+    _check_axes(path, axes)
     if not isinstance(slurm, dict) or not isinstance(slurm.get("profile", ""), str):
         raise ConfigError(f"{path}: slurm must be a mapping whose profile is a profile's name (slurm: {{profile: "
                           f"local}})")
@@ -134,6 +129,25 @@ def load_grid(path: str | Path) -> Grid:
                 _declarations(path, doc.get("declares"), name))
 
 
+def _check_axes(path: Path, axes: dict) -> None:
+    """Each axis a non-empty list (of lists as long as its names, for a tied axis), and each setting on one axis
+    once: a setting named twice would silently take one of its values."""
+    axis_of: dict[str, str] = {}
+    for key, values in axes.items():
+        if not isinstance(values, list) or not values:
+            raise ConfigError(f"{path}: axis {shown(key)} must be a non-empty list")
+        names = _axis_names(key)
+        if len(names) > 1 and not all(isinstance(v, list) and len(v) == len(names) for v in values):
+            raise ConfigError(f"{path}: axis {shown(key)} ties {len(names)} settings: each value must be a list of "
+                              f"{len(names)}")
+        for name in names:
+            if name in axis_of:
+                where = "twice" if axis_of[name] == key else f"and so does axis {shown(axis_of[name])}"
+                raise ConfigError(f"{path}: axis {shown(key)} names {shown(name)} {where}; a setting may vary on one "
+                                  f"axis only")
+            axis_of[name] = key
+
+
 def _declarations(path: Path, entries, grid_name: str) -> list[Declaration]:
     if entries is None:
         return []
@@ -146,7 +160,7 @@ def _declarations(path: Path, entries, grid_name: str) -> list[Declaration]:
             raise ConfigError(f"{where}: must be a mapping")
         unknown = set(entry) - set(DECLARATION_KEYS) - set(DECLARATION_OPTIONAL)
         if unknown:
-            raise ConfigError(f"{where}: unknown key {sorted(unknown)[0]!r} (known: "
+            raise ConfigError(f"{where}: unknown key {shown(sorted(map(str, unknown))[0])} (known: "
                               f"{', '.join([*DECLARATION_KEYS, *DECLARATION_OPTIONAL])})")
         for key, typ in {**DECLARATION_KEYS, **DECLARATION_OPTIONAL}.items():
             if key not in entry and key in DECLARATION_KEYS:
@@ -191,9 +205,11 @@ def expand(grid: Grid, max_runs: int = MAX_RUNS) -> list[RunConfig]:
     axis_settings = {name for key in keys for name in _axis_names(key)}
     used_params: set[str] = set()
     runs: dict[str, RunConfig] = {}
+    excluded = 0
     for combo in combos:
         settings = {**grid.base, **combo}
         if _excluded(settings, grid.exclude):
+            excluded += 1
             continue
         method = settings.get("method")
         if method in METHODS:
@@ -208,8 +224,10 @@ def expand(grid: Grid, max_runs: int = MAX_RUNS) -> list[RunConfig]:
         except ConfigError as exc:
             raise ConfigError(f"{grid.path}: {exc}") from None
         runs.setdefault(cfg.run_id, cfg)
+    if excluded == len(combos):  # an empty sweep would report success having run nothing
+        raise ConfigError(f"{grid.path}: exclude removes every one of its {len(combos):,} runs; nothing would run")
     for key in sorted(axis_settings | set(grid.base)):
         if key.startswith("method.") and key not in used_params:
             where = "axis" if key in axis_settings else "base setting"
-            raise ConfigError(f"{grid.path}: {where} {key!r}: no method of this grid has that parameter")
+            raise ConfigError(f"{grid.path}: {where} {shown(key)}: no method of this grid has that parameter")
     return list(runs.values())

@@ -9,7 +9,7 @@ from typing import Any, Mapping
 import yaml
 
 from commbench.config.errors import ConfigError
-from commbench.config.parsers import boolean, identifier, integer, number
+from commbench.config.parsers import boolean, clipped, identifier, integer, number, shown
 from commbench.config.runconfig import RunConfig
 from commbench.config.settings import GENERIC, KEYS, SETTINGS
 from commbench.config.userfiles import load_yaml
@@ -23,11 +23,12 @@ def parse_set(items: list[str]) -> dict[str, Any]:
     for item in items:
         key, sep, raw = item.partition("=")
         if not sep or not key:
-            raise ConfigError(f"--set {item!r}: expected KEY=VALUE")
+            raise ConfigError(f"--set {shown(item)}: expected KEY=VALUE")
+        name = clipped(key.strip())  # a pasted page of a key, cut to a line
         try:
-            out[key.strip()] = load_yaml(raw, f"--set {key.strip()}") if raw.strip() else ""
+            out[key.strip()] = load_yaml(raw, f"--set {name}") if raw.strip() else ""
         except yaml.YAMLError:
-            raise ConfigError(f"--set {key}: cannot read value {raw!r}") from None
+            raise ConfigError(f"--set {name}: cannot read value {shown(raw)}") from None
     return out
 
 
@@ -52,12 +53,12 @@ def _coerce_method_param(method: str, key: str, typ: Any, v: Any) -> Any:
 def check_names(settings: Mapping[str, Any]) -> None:
     """Unknown keys, tasks, methods: the checks a grid can make before choosing per-run values."""
     for key in settings:
-        if key not in KEYS and not key.startswith("method."):
-            raise ConfigError(f"unknown key {key!r}")
-    if "task" in settings and settings["task"] not in TASKS:
-        raise ConfigError(f"task: unknown task {settings['task']!r} (known: {', '.join(TASKS)})")
-    if "method" in settings and settings["method"] not in METHODS:
-        raise ConfigError(f"method: unknown method {settings['method']!r} (known: {', '.join(METHODS)})")
+        if not isinstance(key, str) or (key not in KEYS and not key.startswith("method.")):
+            raise ConfigError(f"unknown key {shown(key)}")
+    # a mapping or list where a name belongs (an axis value {a: 1}) is no name; and it cannot be looked up
+    for key, names in (("task", TASKS), ("method", METHODS)):
+        if key in settings and (not isinstance(settings[key], str) or settings[key] not in names):
+            raise ConfigError(f"{key}: unknown {key} {shown(settings[key])} (known: {', '.join(names)})")
 
 
 def resolve(settings: Mapping[str, Any]) -> RunConfig:
@@ -69,8 +70,8 @@ def resolve(settings: Mapping[str, Any]) -> RunConfig:
             raise ConfigError(f"{required}: missing (--{required} NAME)")
     task, method = TASKS[settings["task"]], settings["method"]
     recipe_name = settings.get("recipe") or next(iter(task.recipes))
-    if recipe_name not in task.recipes:
-        raise ConfigError(f"recipe: {task.name} has no recipe {recipe_name!r} (known: {', '.join(task.recipes)})")
+    if not isinstance(recipe_name, str) or recipe_name not in task.recipes:
+        raise ConfigError(f"recipe: {task.name} has no recipe {shown(recipe_name)} (known: {', '.join(task.recipes)})")
     tier = KEYS["tier"]("tier", settings.get("tier", "paper"))
     paper, layered = _layered(task, recipe_name, tier, method, settings)
     values = {k: v if v is None else KEYS[k](k, v) for k, (v, _source) in layered.items()}
@@ -124,7 +125,7 @@ def _overlay(task, recipe_name: str, method: str) -> dict:
 
 def _one_of_the_tasks(task, key: str, value: str, known, refusal: str, listing: str) -> str:
     if value not in known:
-        raise ConfigError(f"{key}: {task.name} {refusal} {value!r} ({listing}: {', '.join(known)})")
+        raise ConfigError(f"{key}: {task.name} {refusal} {shown(value)} ({listing}: {', '.join(known)})")
     return value
 
 
@@ -221,7 +222,7 @@ def _model_options(values: Mapping[str, Any]) -> dict:
         import timm
 
         if not timm.is_model(name):
-            raise ConfigError(f"model.timm: timm has no model {name!r} (timm.list_models() lists them)")
+            raise ConfigError(f"model.timm: timm has no model {shown(name)} (timm.list_models() lists them)")
         return {"timm": name, **({"bn_batch": values["model.bn_batch"]} if values.get("model.bn_batch") else {})}
     return {k: values[f"model.{k}"] for k in ("dropout", "bn_batch") if values.get(f"model.{k}") is not None}
 
@@ -248,7 +249,7 @@ def method_params_of(task, recipe_name: str, method: str, settings: Mapping[str,
         name = key.split(".", 1)[1]
         if name not in types:
             known = ", ".join(f"method.{n}" for n in types) or "none"
-            raise ConfigError(f"{key}: method {method} has no parameter {name!r} (its parameters: {known})")
+            raise ConfigError(f"{key}: method {method} has no parameter {shown(name)} (its parameters: {known})")
         params[name] = _coerce_method_param(method, key, types[name], v)
         sources[key] = "set by user"
     try:

@@ -18,6 +18,7 @@ from commbench.tasks import Cited
 LR_KINDS = ("fixed", "step", "multistep", "poly", "exp")
 MAX_STEPS = 10 ** 9  # more iterations than any paper trains (TernGrad's longest: 370K); a typo beyond it
 MAX_WORKERS = 4096
+MAX_THREADS = 4096  # threads per worker: more than any machine has cores (torch cannot take more than an int)
 OPTIMIZERS = ("sgd", "momentum", "adam")
 TIERS = ("paper", "cpu", "smoke")
 PRECISIONS = ("fp32", "bf16-autocast")
@@ -112,7 +113,7 @@ SETTINGS: tuple[Setting, ...] = (
             field="eval_target", in_id=False, compared=False, implicit=None),
     Setting("device", one_of("auto", "cpu", "cuda"), Cited("auto", "harness default: CUDA when available"),
             compared=False),
-    Setting("threads", optional_integer(1), Cited(None, "harness default: the machine's cores split among local workers"),
+    Setting("threads", optional_integer(1, MAX_THREADS), Cited(None, "harness default: the machine's cores split among local workers"),
             in_id=False, compared=False),
     Setting("fail_at_step", optional_integer(0), Cited(None, "harness default: off (testing aid)"), compared=False),
     Setting("deterministic", boolean, Cited(False, "harness default")),

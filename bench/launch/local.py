@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from commbench.store.safe_io import ensure_folder, open_new
+from commbench.store.safe_io import ensure_folder, open_new, tail_lines
 from commbench.config import RunConfig
 from commbench.run.checkpoint import STOP_SIGNALS, on_stop_signal, stop_signals_held
 from commbench.run.devices import dist_backend
@@ -54,10 +54,7 @@ def remove_stale_run_dirs(tmp: Path | None = None) -> list[Path]:
 
 
 def _last_line(log: Path) -> str:
-    try:
-        lines = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
-    except OSError:
-        return ""
+    lines = tail_lines(log)  # a worker's log may be long: its end says why it stopped
     return lines[-1] if lines else ""
 
 

@@ -33,7 +33,6 @@ import random
 import shutil
 import signal
 import subprocess
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +40,7 @@ from typing import Iterable, Iterator
 
 from commbench.config import ConfigError, net_rate_bits
 from commbench.launch.owner import alive, start_time, unwind_on_sigterm
+from commbench.store.signals import signals_held
 
 STATE_DIR = Path("/run/commbench-netns")
 PREFIX = "cb"
@@ -235,18 +235,9 @@ def cleanup_stale() -> list[str]:
     return removed
 
 
-@contextlib.contextmanager
-def _signals_held() -> Iterator[None]:
+def _signals_held():
     """SIGINT and SIGTERM wait until the block ends (a second Ctrl-C must not cut the teardown short)."""
-    held = {signal.SIGINT, signal.SIGTERM}
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+    return signals_held({signal.SIGINT, signal.SIGTERM})
 
 
 @contextlib.contextmanager

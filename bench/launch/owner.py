@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Iterator
 
-from commbench.store.records import read_small_text
+from commbench.store.safe_io import read_small_text
 from commbench.store.safe_io import UnsafePath, open_lock
 from commbench.store.schema import CLAIM, problem
 

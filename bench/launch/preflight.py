@@ -8,8 +8,11 @@ hold the run's processes.
 """
 from __future__ import annotations
 
+import os
+import re
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from commbench.tasks import TASKS
 from commbench.tasks.data.base import DataUnavailable
@@ -17,11 +20,33 @@ from commbench.tasks.data.base import DataUnavailable
 from commbench.config import ConfigError, RunConfig
 
 
+# A newline in a path that goes into a Slurm batch script ends the line it is quoted on, and the rest runs as a
+# command: no quoting carries a line break (nor a NUL) across, so such paths are refused, as are other controls.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def no_control_characters(what: str, value: Any) -> None:
+    """ConfigError where ``value`` (a string, or strings inside lists and dicts) holds a control character."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            no_control_characters(f"{what}.{key}", key)
+            no_control_characters(f"{what}.{key}", item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            no_control_characters(what, item)
+    elif isinstance(value, (str, Path)) and (found := _CONTROL.search(str(value))):
+        shown = str(value)[:80] + ("..." if len(str(value)) > 80 else "")
+        raise ConfigError(f"{what} {shown!r}: holds a control character ({found.group()!r}); refused, since it "
+                          f"would go into a Slurm batch script or a log line")
+
+
 def output_folder(out: str | Path, option: str = "--results") -> Path:
     """``out`` as a folder runs can be written into (it may not exist yet). Raises ConfigError if it is empty,
-    a file, or under a folder this process cannot write; nothing is left behind by the check."""
+    holds a control character (its absolute path is written into batch scripts), is a file, or is under a folder
+    this process cannot write; nothing is left behind by the check."""
     if str(out).strip() == "":
         raise ConfigError(f"{option}: an empty path; name a folder")
+    no_control_characters(option, os.path.abspath(out))
     out = Path(out)
     try:
         if out.exists() and not out.is_dir():

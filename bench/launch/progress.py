@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from commbench.store.records import read_small_text
+from commbench.store.safe_io import read_small_text
 from commbench.store.schema import PROGRESS, problem
 from commbench.store.safe_io import write_text
 

@@ -16,6 +16,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from commbench.store.safe_io import read_small_text, tail_lines
+from commbench.store.schema import CONFIG, problem as config_problem
 from commbench.store.records import (EMPTY_METRICS, SAFE_NAME, STATUSES, Status, atomic_write, check_name,
                                      make_record, read_or_set_aside, write_record)
 
@@ -29,7 +31,12 @@ def jobs_dir(out: Path) -> Path:
 
 
 def note_submission(out: Path, note: dict) -> None:
-    atomic_write(jobs_dir(out) / f"{check_name('run_id', note['run_id'])}.json", json.dumps(note, indent=1) + "\n")
+    # never through a link below the results folder, never over a special file (store/safe_io.py)
+    atomic_write(jobs_dir(out) / f"{check_name('run_id', note['run_id'])}.json", json.dumps(note, indent=1) + "\n",
+                 root=out)
+
+
+MAX_NOTE_BYTES = 2 ** 20  # a note is a config and a few ids: kilobytes
 
 
 _JOB_ID = re.compile(r"^[0-9]+(_[0-9]+)?$")
@@ -45,6 +52,14 @@ def _note_problem(path: Path, note) -> str | None:
         return f"job_id {note.get('job_id')!r} is not a Slurm job id"
     if not isinstance(note.get("config"), dict):
         return "config is missing"
+    # the config becomes a failed record and a status line: the record's own types, checked as a record's are
+    return config_problem(note["config"], CONFIG, "config") or _missing_config(note["config"])
+
+
+def _missing_config(config: dict) -> str | None:
+    for key in ("task", "method", "workers", "steps"):
+        if key not in config:
+            return f"config.{key} is missing"
     return None
 
 
@@ -52,9 +67,14 @@ def submissions(out: Path) -> dict[str, dict]:
     """The job notes of ``out``; a note that is unreadable or not one is named in one line and skipped."""
     notes = {}
     for path in sorted(jobs_dir(out).glob("*.json")):
+        try:  # bounded: a FIFO there must not hang status, nor a link to /dev/zero exhaust its memory
+            text = read_small_text(path, MAX_NOTE_BYTES, ValueError)
+        except ValueError as exc:
+            print(f"commbench: skip {exc}", file=sys.stderr)
+            continue
         try:
-            note = json.loads(path.read_text())
-        except (OSError, ValueError) as exc:
+            note = json.loads(text)
+        except (ValueError, RecursionError) as exc:
             print(f"commbench: skip {path}: unreadable job note ({type(exc).__name__})", file=sys.stderr)
             continue
         why = _note_problem(path, note)
@@ -126,10 +146,7 @@ def queue_states(job_ids: list[str]) -> dict[str, JobState] | None:
 
 
 def _last_line(path: str | None) -> str:
-    try:
-        lines = [ln.strip() for ln in Path(path).read_text(errors="replace").splitlines() if ln.strip()]
-    except (OSError, TypeError):
-        return ""
+    lines = tail_lines(Path(path)) if isinstance(path, str) else []
     # the launchers' own lines (submitit's, srun's, slurmstepd's) are not the reason; the last other line is
     lines = [ln for ln in lines if not ln.startswith(("submitit ", "srun:", "slurmstepd"))]
     return lines[-1] if lines else ""

@@ -17,8 +17,9 @@ from commbench.launch.owner import Claimed, claim, unwind_on_sigterm
 from commbench.launch.preflight import check_machine
 from commbench.launch.progress import Progress, ProgressFile
 from commbench.store.provenance import code_changed_since, code_loaded, collect_env, now
-from commbench.store.safe_io import write_with
-from commbench.store.records import (EMPTY_METRICS, FINISHED, Status, UnreadableRecord, make_record,
+from commbench.store.safe_io import remove_stale_temporaries, write_with
+from commbench.store.signals import STOP_AND_END, signals_deferred
+from commbench.store.records import (EMPTY_METRICS, FINISHED, Status, UnreadableRecord, make_record, record_path,
                                      read_or_set_aside, read_record, write_record)
 from commbench.run.devices import dist_backend
 from commbench.run.rank import run_rank
@@ -181,6 +182,9 @@ def _check_before_start(cfg: RunConfig, out: Path, force: bool) -> RunResult | N
     # the launch room's door, as for a sweep's runs (preflight.check_runs): before anything is written, a
     # demand this machine cannot meet (root for --net, a CUDA device) is bad input (exit 2), not a failed run
     check_machine(cfg, local=not under_outside_launcher())
+    for left in (record_path(out, cfg.run_id), out / "weights" / f"{cfg.run_id}.pt",
+                 checkpoint_dir(out, cfg.run_id) / "latest.json"):  # a killed writer's temporary files
+        remove_stale_temporaries(left)
     existing = read_or_set_aside(out, cfg.run_id)
     if existing is not None and existing.get("status") in FINISHED and not force:
         return RunResult(existing, out / "runs" / f"{cfg.run_id}.json", skipped=True)
@@ -267,16 +271,26 @@ def _store(cfg: RunConfig, out: Path, status: str, error: str | None, outcome: O
     kept = error is None or status == Status.INTERRUPTED  # an error otherwise makes the run a failed one
     record = make_record(cfg.run_id, status if kept else Status.FAILED, error, cfg.to_dict(), env,
                          metrics, outcome.history if outcome else [], outcome.data if outcome else None)
-    try:
-        path = write_record(out, record)
+    with signals_deferred(STOP_AND_END):  # a stop signal now waits for the record: the run's outcome is kept
+        try:
+            path = write_record(out, record)
+        except OSError as exc:
+            raise RecordNotWritten(f"{cfg.run_id}: {record['status']}, but its record could not be written to "
+                                   f"{out} ({exc.strerror or exc})") from None
         if save_weights and outcome is not None and outcome.weights is not None:
-            import torch
-
-            write_with(out / "weights" / f"{cfg.run_id}.pt", lambda f: torch.save(outcome.weights, f), root=out)
-    except OSError as exc:
-        raise RecordNotWritten(f"{cfg.run_id}: {record['status']}, but its record could not be written to {out} "
-                               f"({exc.strerror or exc})") from None
+            _store_weights(out, cfg.run_id, record["status"], outcome.weights)
     return RunResult(record, path)
+
+
+def _store_weights(out: Path, run_id: str, status: str, weights: dict) -> None:
+    import torch
+
+    target = out / "weights" / f"{run_id}.pt"
+    try:
+        write_with(target, lambda f: torch.save(weights, f), root=out)
+    except OSError as exc:
+        raise RecordNotWritten(f"{run_id}: {status}, its record written, but its weights could not be written to "
+                               f"{target} ({exc.strerror or exc})") from None
 
 
 def _cuda() -> bool:

@@ -26,7 +26,8 @@ from commbench.store.provenance import now, slurm_job_id
 from commbench.store.records import FINISHED, STATUSES, Status, read_or_set_aside
 from commbench.launch.profile import Profile, Shape, executor_parameters, run_shape
 from commbench.launch.queue import (note_submission, queue_states, reconcile, record_is_current, submissions)
-from commbench.launch.snapshot import CodeSnapshot, snapshot_code
+from commbench.launch.preflight import no_control_characters
+from commbench.launch.snapshot import NUMBA_CACHE_SHELL, CodeSnapshot, snapshot_code
 
 
 class SubmitError(RuntimeError):
@@ -67,11 +68,14 @@ class SlurmRun:
 
     def _requeue(self, cfg: RunConfig):
         def requeue(outcome) -> str | None:
-            from commbench.run.checkpoint import count_requeue
+            from commbench.run.checkpoint import UntrustedCheckpoint, count_requeue
             from commbench.launch.runner import checkpoint_dir
 
             ckpt = checkpoint_dir(self.out, cfg.run_id)
-            requeues, job_id = count_requeue(ckpt), slurm_job_id()
+            try:  # the count sits beside the checkpoint, in a folder others may write to
+                requeues, job_id = count_requeue(ckpt), slurm_job_id()
+            except (UntrustedCheckpoint, OSError) as exc:
+                return f"not requeued: the requeue count could not be kept ({exc}); resubmit to resume"
             if job_id is None:
                 return f"not a Slurm job, so not requeued; checkpoint kept in {ckpt}: resubmit to resume"
             if requeues > self.max_requeues:
@@ -98,6 +102,9 @@ def submit(runs: list[RunConfig], out: Path, profile: Profile, sweep_name: str) 
     """Submit every run that is neither done nor queued; returns the submission notes (job ids)."""
     import submitit
 
+    # the results folder's path becomes lines of the batch script: checked before anything is written (exit 2,
+    # not a half-made submission), as preflight checks it (a profile's values are checked as it loads)
+    no_control_characters("--results", str(Path(out).resolve()))
     out = Path(out).resolve()
     notes = submissions(out)
     states = queue_states([notes[c.run_id]["job_id"] for c in runs if c.run_id in notes]) or {}
@@ -155,9 +162,11 @@ def submit(runs: list[RunConfig], out: Path, profile: Profile, sweep_name: str) 
 
 
 def setup_lines(code: CodeSnapshot) -> list[str]:
-    """The frozen code comes first on the job's import path, and the job knows its commit. Every value is
-    quoted for the shell: a results folder's path may hold spaces, quotes or ``$(...)``."""
+    """The frozen code comes first on the job's import path, the job knows its commit, and it writes nothing into
+    its copy (no bytecode; numba's cache in its user's home). Every value is quoted for the shell: a results
+    folder's path may hold spaces, quotes or ``$(...)`` (a line break is refused before: no quoting carries it)."""
     return [f"export {k}={shlex.quote(str(v))}" for k, v in code.environment().items() if k != "PYTHONPATH"] + [
+        f"export NUMBA_CACHE_DIR={NUMBA_CACHE_SHELL}",
         f"export PYTHONPATH={shlex.quote(str(code.path))}${{PYTHONPATH:+:$PYTHONPATH}}"]
 
 

@@ -22,7 +22,7 @@ def run_local_sweep(runs: list[RunConfig], out: Path, show_progress: bool = True
     code_loaded()  # the code this sweep imported: each run's record names it, and a run is refused once it moves
 
     todo = [c for c in runs if (read_or_set_aside(out, c.run_id) or {}).get("status") not in FINISHED]
-    print(f"sweep: {len(runs)} runs, {len(runs) - len(todo)} already finished, {len(todo)} to run", file=sys.stderr)
+    print(header(len(runs), todo, out), file=sys.stderr)
     bar = Progress("sweep", len(todo), unit="run", every_s=0.0, enabled=show_progress)
     failed, timed, timed_s = 0, 0, 0.0  # the whole runs this sweep trained, and their seconds
     # The outermost block: a stop signal that comes during a run (whatever that run's outcome: a dist run's
@@ -59,6 +59,26 @@ def run_local_sweep(runs: list[RunConfig], out: Path, show_progress: bool = True
             bar.update(i + 1, note=remaining_note(timed_s, timed, len(todo) - i - 1))
         bar.close()
         return 1 if failed else 0
+
+
+def header(total: int, todo: list[RunConfig], out: Path) -> str:
+    """The line a sweep prints before it runs: ``sweep: 12 runs, 3 already finished, 9 to run (2 resume from a
+    checkpoint)``. A run resumes where ``OUT/checkpoints/<run_id>/latest.json`` names a step: an interrupted run,
+    or one whose checkpoint was carried in from another machine; it trains only the rest of its steps."""
+    resuming = sum(resumes_at(out, cfg.run_id) is not None for cfg in todo)
+    return (f"sweep: {total} runs, {total - len(todo)} already finished, {len(todo)} to run "
+            f"({resuming} resume{'s' * (resuming == 1)} from a checkpoint)")
+
+
+def resumes_at(out: Path, run_id: str) -> int | None:
+    """The step a run's checkpoint in force holds, or None where it has none. Its index is read as every
+    checkpoint index is (``run.checkpoint.read_latest``: through ``store.safe_io.read_small_text``, so a FIFO or
+    a link to /dev/zero planted at its name cannot hang or exhaust the sweep); one that cannot be read is none."""
+    from commbench.launch.runner import checkpoint_dir
+    from commbench.run.checkpoint import Checkpoints
+
+    step = (Checkpoints(checkpoint_dir(out, run_id)).latest() or {}).get("step")
+    return step if isinstance(step, int) and step > 0 else None
 
 
 def times_a_whole_run(record: dict) -> bool:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import pickle
 import random
 import re
@@ -32,7 +33,8 @@ import torch
 
 from commbench.store.provenance import now
 from commbench.store.records import atomic_write
-from commbench.store.safe_io import remove_tree, write_with
+from commbench.store.safe_io import read_small_text, remove_tree, write_with
+from commbench.store.signals import signals_held
 
 STOP_SIGNALS = (signal.SIGUSR1, signal.SIGUSR2)
 FOLDER_NAME = re.compile(r"^step-[0-9]{9}$")
@@ -98,19 +100,11 @@ def on_stop_signal(signum, _frame=None) -> None:
     _STOP.signal_name = signal.Signals(signum).name
 
 
-@contextlib.contextmanager
 def stop_signals_held():
     """While inside, SIGUSR1/SIGUSR2 wait (blocked) instead of arriving. Processes started inside inherit the
     block across exec: a dist process unblocks them once its handler is in (:mod:`.worker`), so a stop signal
     passed on while it is still importing is kept, not its death (SIGUSR1's default action ends a process)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    before = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, before)  # a signal that came meanwhile arrives now
+    return signals_held(STOP_SIGNALS)
 
 
 @contextlib.contextmanager
@@ -180,11 +174,12 @@ class Checkpoints:
         return self.directory.parent.parent
 
     def latest(self) -> dict | None:
+        """The index of the checkpoint in force, or None where there is none or it cannot be read (what cannot be
+        read is refused by :meth:`verify` before a run resumes)."""
         try:
-            latest = json.loads(self.latest_path.read_text())
-        except (OSError, ValueError):
+            return read_latest(self.latest_path)
+        except UntrustedCheckpoint:
             return None
-        return latest if isinstance(latest, dict) else None
 
     def files_in_force(self) -> list[Path]:
         """The files of the checkpoint in force. Raises :class:`UntrustedCheckpoint` unless ``latest.json`` names a
@@ -219,8 +214,10 @@ class Checkpoints:
         return safe_load(path)
 
     def verify(self) -> None:
-        """Before a run resumes: every file of the checkpoint in force loads as tensors and plain values.
-        Raises :class:`UntrustedCheckpoint` (one line) otherwise."""
+        """Before a run resumes: its index is a small regular file of JSON, and every file of the checkpoint in
+        force loads as tensors and plain values. Raises :class:`UntrustedCheckpoint` (one line) otherwise."""
+        if os.path.lexists(self.latest_path):
+            read_latest(self.latest_path)
         for path in self.files_in_force():
             safe_load(path)
 
@@ -264,10 +261,31 @@ class Checkpoints:
         remove_tree(self.directory, root=self.root)
 
 
+MAX_INDEX_BYTES = 2 ** 16  # latest.json names a folder and a few files: a few hundred bytes
+
+
+def read_latest(path: Path) -> dict | None:
+    """A checkpoint's index (``latest.json``): None where there is none or it is not a JSON object (a checkpoint
+    half-made by an older harness starts over); :class:`UntrustedCheckpoint` where something else stands at its
+    name (a FIFO must not hang a run, a link to /dev/zero exhaust its memory, a folder stop it)."""
+    if not os.path.lexists(path):
+        return None
+    text = read_small_text(Path(path), MAX_INDEX_BYTES, UntrustedCheckpoint)
+    try:
+        latest = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return latest if isinstance(latest, dict) else None
+
+
 def count_requeue(directory: Path) -> int:
     """Add one to the requeue count kept beside the checkpoint in force; returns the new count."""
     path = Path(directory) / "latest.json"
-    latest = json.loads(path.read_text())
-    latest["requeues"] = latest.get("requeues", 0) + 1
-    atomic_write(path, json.dumps(latest, indent=1))
+    latest = read_latest(path)
+    if latest is None:
+        raise UntrustedCheckpoint(f"{path}: no checkpoint index to count a requeue in")
+    requeues = latest.get("requeues", 0)
+    latest["requeues"] = (requeues if isinstance(requeues, int) and requeues >= 0 else 0) + 1
+    # ROOT/checkpoints/<run_id>/latest.json: nothing below ROOT is written through a link
+    atomic_write(path, json.dumps(latest, indent=1), root=Path(directory).parent.parent)
     return latest["requeues"]

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Iterator, TypedDict
 
-from commbench.store.safe_io import write_text
+from commbench.store.safe_io import read_small_text, write_text
 from commbench.store.schema import record_problem
 
 SCHEMA_VERSION = 1
@@ -146,26 +146,6 @@ def timed_on_one_device(record: dict) -> bool:
 
 
 MAX_RECORD_BYTES = 64 * 2 ** 20  # a record is kilobytes (a few hundred with its history): more is not one
-
-
-def read_small_text(path: Path, limit: int, error: type[Exception]) -> str:
-    """The text of ``path`` if it is a regular file of at most ``limit`` bytes; else ``error`` (one line). A
-    FIFO named like a record must not hang a reader, nor a link to /dev/zero exhaust its memory."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        raise error(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    with os.fdopen(fd, "rb") as f:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise error(f"{path}: not a regular file")
-        data = f.read(limit + 1)
-    if len(data) > limit:
-        raise error(f"{path}: larger than {limit // 2 ** 20} MiB, far more than any record")
-    try:
-        return data.decode()
-    except UnicodeDecodeError:
-        raise error(f"{path}: not text (not UTF-8)") from None
 
 
 def load_record(path: Path) -> dict:

@@ -1,4 +1,4 @@
-"""The one way commbench writes, replaces and removes files: safe in a results folder that others can write to.
+"""The one way commbench reads, writes, replaces and removes files: safe in a results folder that others can write to.
 
 A results folder is shared (a group's scratch space, a Slurm cluster's file system), so anything in it may have
 been planted: a run folder that is a symbolic link to someone's home, a ``step-*`` link, a link at the name a
@@ -14,6 +14,10 @@ temporary file will take, a FIFO or a device node where a table is to be written
   never followed.
 
 Every refusal is :class:`UnsafePath`, one line naming the path.
+
+Reading is bounded the same way: :func:`read_small_text` reads only a regular file, opened without blocking (a
+FIFO cannot hang the reader), and at most a stated number of bytes (a link to ``/dev/zero`` cannot exhaust
+memory); a folder or device at the name is refused in one line.
 """
 from __future__ import annotations
 
@@ -77,6 +81,14 @@ def ensure_folder(folder: Path, root: Path | None = None) -> Path:
     return folder
 
 
+def output_root(out: Path, results: Path) -> Path:
+    """The folder below which nothing is written through a link, for output ``out`` made from ``results``: the
+    results folder where ``out`` lies inside it (``RESULTS/report`` may have been planted as a link by anyone who
+    writes there), else ``out`` itself (a folder the user named: the user's choice, even a link)."""
+    out, results = Path(os.path.abspath(out)), Path(os.path.abspath(results))
+    return results if results in out.parents else out
+
+
 def check_target(path: Path) -> None:
     """Refuse to replace anything at ``path`` that is not a regular file."""
     try:
@@ -98,7 +110,12 @@ def write_with(path: Path, write: Callable[[IO[bytes]], None], root: Path | None
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o666)
     try:
         with os.fdopen(fd, "wb") as f:
-            write(f)
+            try:
+                write(f)
+            except Exception as exc:  # torch's writer reports a full disk as its own RuntimeError
+                if not isinstance(exc, OSError) and _disk_full(f.fileno()):
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path)) from exc
+                raise
             f.flush()
             os.fsync(f.fileno())
         check_target(path)  # checked again: it may have been planted while we wrote
@@ -109,6 +126,44 @@ def write_with(path: Path, write: Callable[[IO[bytes]], None], root: Path | None
         except FileNotFoundError:
             pass
         raise
+
+
+def remove_stale_temporaries(path: Path) -> list[Path]:
+    """Remove the temporary files a killed writer (SIGKILL, a lost node) left beside ``path``: those named as
+    :func:`write_with` names them whose process no longer lives on this host. Returns what was removed."""
+    path, removed = Path(path), []
+    for tmp in path.parent.glob(f".{glob_escape(path.name)}.*.tmp"):
+        pid = tmp.name[len(path.name) + 2:].split(".")[0]
+        if pid.isdigit() and not _alive(int(pid)) and stat.S_ISREG(os.lstat(tmp).st_mode):
+            try:
+                os.unlink(tmp)
+                removed.append(tmp)
+            except FileNotFoundError:
+                pass
+    return removed
+
+
+def glob_escape(name: str) -> str:
+    return "".join(f"[{c}]" if c in "*?[" else c for c in name)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's: alive
+        return True
+    return True
+
+
+def _disk_full(fd: int) -> bool:
+    """Whether the file system of ``fd`` has (next to) no room left: what a writer that failed there ran into."""
+    try:
+        info = os.fstatvfs(fd)
+    except OSError:
+        return False
+    return info.f_bavail * info.f_frsize < 64 * 1024
 
 
 def write_bytes(path: Path, data: bytes, root: Path | None = None) -> None:
@@ -172,3 +227,59 @@ def remove_tree(path: Path, root: Path | None = None) -> None:
         shutil.rmtree(path, ignore_errors=True)  # rmtree unlinks links inside, never follows them
     else:
         os.unlink(path)
+
+
+def read_small_text(path: Path, limit: int, error: type[Exception]) -> str:
+    """The UTF-8 text of ``path`` if it is a regular file of at most ``limit`` bytes; else ``error``, one line
+    naming the file. A FIFO at the name must not hang a reader, a link to /dev/zero exhaust its memory, nor a
+    folder escape as ``IsADirectoryError`` naming a file descriptor."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise error(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):  # checked on the open file, before anything reads it
+            raise error(f"{path}: {_kind(info.st_mode)}, not a regular file")
+        if info.st_size > limit:
+            raise error(f"{path}: {info.st_size:,} bytes, larger than the {_size(limit)} such a file can be")
+        chunks, size = [], 0
+        while size <= limit and (chunk := os.read(fd, limit + 1 - size)):  # a file may grow as it is read
+            chunks.append(chunk)
+            size += len(chunk)
+        data = b"".join(chunks)
+    except OSError as exc:
+        raise error(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise error(f"{path}: larger than the {_size(limit)} such a file can be")
+    try:
+        return data.decode()
+    except UnicodeDecodeError:
+        raise error(f"{path}: not text (not UTF-8)") from None
+
+
+def _size(limit: int) -> str:
+    return f"{limit // 2 ** 20} MiB" if limit >= 2 ** 20 else f"{limit // 2 ** 10} KiB"
+
+
+def tail_lines(path: Path, limit: int = 64 * 1024) -> list[str]:
+    """The non-empty lines of the last ``limit`` bytes of ``path`` (a log), stripped; [] where it is not a
+    regular file that can be read (a log's path may come from a note in a shared folder: a FIFO or a link to
+    /dev/zero there must neither hang nor fill the reader)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except (OSError, TypeError, ValueError):
+        return []
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return []
+        os.lseek(fd, max(0, info.st_size - limit), os.SEEK_SET)
+        data = os.read(fd, limit)
+    except OSError:
+        return []
+    finally:
+        os.close(fd)
+    return [line.strip() for line in data.decode(errors="replace").splitlines() if line.strip()]

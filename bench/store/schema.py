@@ -2,58 +2,63 @@
 the same fields, and tests/store/test_schema.py holds the two together).
 
 A type is a name (``str``, ``int``, ``number``, ``bool``, ``dict``, ``list``, ``scalars``: a dict of plain JSON
-values), with ``?`` where null is allowed; a nested dict is itself a declaration. A field not present is
-allowed (records made before it existed lack it); a field present with another type makes the record
-unreadable, named in one line. Fields not declared here are kept and not read.
+values), with ``?`` where null is allowed; a nested dict is itself a declaration. Numbers are finite, and some
+types promise more, since readers divide by them, sum them or put them in sets: ``count`` (an int >= 1),
+``int>=0``, ``number>=0``, ``fraction`` (a number in [0, 1]: an accuracy), ``rate`` (a link rate as tc writes
+it, ``100mbit``), ``list[int]`` and ``list[str?]``. A field not present is allowed (records made before it
+existed lack it), except the few every reader needs (:data:`REQUIRED`); a field present with another type makes
+the record unreadable, named in one line. Fields not declared here are kept and not read.
 """
 from __future__ import annotations
 
+import math
+import re
 from typing import Any
 
 TOP = {"schema_version": "int", "run_id": "str", "status": "str", "error": "str?", "config": "dict",
        "env": "dict", "metrics": "dict", "history": "list", "data": "dict?"}
 
 CONFIG = {
-    "task": "str", "method": "str", "dataset": "str", "workers": "int", "backend": "str", "seed": "int", "tier": "str",
-    "recipe": "str", "steps": "int", "global_batch": "int", "batch_per_worker": "int", "model_variant": "str",
+    "task": "str", "method": "str", "dataset": "str", "workers": "count", "backend": "str", "seed": "int", "tier": "str",
+    "recipe": "str", "steps": "count", "global_batch": "count", "batch_per_worker": "count", "model_variant": "str",
     "model_options": "scalars",
     "optimizer": {"name": "str", "momentum": "number?", "momentum_form": "str?", "beta1": "number?",
                   "beta2": "number?", "eps": "number?"},
     "lr_schedule": {"kind": "str", "base_lr": "number", "power": "number?", "end_lr": "number?", "gamma": "number?",
                     "step_size": "int?", "milestones": "list?", "warmup_steps": "int?"},
     "weight_decay": "number", "ema": "number",
-    "eval": {"every": "int", "batch_size": "int", "bn_batches": "int"},
-    "method_params": "scalars", "method_version": "int", "exchange": "str", "bucket_mb": "number", "net": "str?",
-    "node_link": "str?", "device": "str", "threads": "int?", "deterministic": "bool", "fail_at_step": "int?",
+    "eval": {"every": "int>=0", "batch_size": "count", "bn_batches": "int>=0"},
+    "method_params": "scalars", "method_version": "int", "exchange": "str", "bucket_mb": "number", "net": "rate?",
+    "node_link": "rate?", "device": "str", "threads": "count?", "deterministic": "bool", "fail_at_step": "int?",
     "data_root": "str?", "checkpoint_every": "int", "step_sleep_s": "number", "sources": "dict", "overrides": "dict",
     "precision": "str", "eval_target": "number?",
 }
 
 METRICS = {
-    "top1": "number?", "top5": "number?", "top1_global": "number?", "top5_global": "number?",
-    "final_train_loss": "number?", "final_weights": {"sha256": "str"}, "steps": "int?", "samples_seen": "int?",
-    "wall_s": "number?", "train_s": "number?", "images_per_s": "number?", "bytes_sent": "number?",
-    "bytes_received": "number?", "server_bytes_sent": "number?", "server_bytes_received": "number?",
-    "bytes_fp32_equiv": "number?", "wire_bytes_measured": "number?", "parameters": "int?",
-    "threads_per_worker": "int?",
+    "top1": "fraction?", "top5": "fraction?", "top1_global": "fraction?", "top5_global": "fraction?",
+    "final_train_loss": "number?", "final_weights": {"sha256": "str"}, "steps": "int>=0?", "samples_seen": "int>=0?",
+    "wall_s": "number>=0?", "train_s": "number>=0?", "images_per_s": "number>=0?", "bytes_sent": "number>=0?",
+    "bytes_received": "number>=0?", "server_bytes_sent": "number>=0?", "server_bytes_received": "number>=0?",
+    "bytes_fp32_equiv": "number>=0?", "wire_bytes_measured": "number>=0?", "parameters": "int>=0?",
+    "threads_per_worker": "count?",
     "time_breakdown": {"forward_backward_s": "number?", "encode_s": "number?", "wait_s": "number?",
                        "decode_s": "number?", "update_s": "number?", "other_s": "number?"},
     "paper_bytes": "number?", "zero_trits_largest": "number?", "trits_largest": "number?",
-    "eval_correct": {"images": "int", "bits": "str"}, "top1_best": "number?", "top1_best_step": "int?",
+    "eval_correct": {"images": "int", "bits": "str"}, "top1_best": "fraction?", "top1_best_step": "int>=0?",
     "eval_correct_best": {"images": "int", "bits": "str"},
 }
 
-HISTORY_POINT = {"step": "int", "train_loss": "number?", "top1": "number?", "top5": "number?",
-                 "top1_global": "number?", "top5_global": "number?", "bytes_sent": "number?",
-                 "bytes_received": "number?", "lr": "number?",
-                 "train_s": "number?"}
+HISTORY_POINT = {"step": "int>=0", "train_loss": "number?", "top1": "fraction?", "top5": "fraction?",
+                 "top1_global": "fraction?", "top5_global": "fraction?", "bytes_sent": "number>=0?",
+                 "bytes_received": "number>=0?", "lr": "number?",
+                 "train_s": "number>=0?"}
 
 ENV = {"python": "str?", "torch": "str?", "torchvision": "str?", "git_sha": "str?", "git_dirty": "bool?",
        "hostname": "str?", "device": "str?", "gpu_name": "str?", "world_size": "int?", "dist_backend": "str?",
        "parameter_servers": "int?", "slurm_job_id": "str?", "nodes": "list?", "slurm_tasks_per_node": "str?",
        "started_at": "str?", "finished_at": "str?", "argv": "list?", "cpu_count": "int?", "cpu_model": "str?",
        "cpu_flags": "list?", "load_average": "list?",
-       "net": "str?", "resumed_at_steps": "list?", "devices_by_stretch": "list?", "recorded_by": "str?"}
+       "net": "str?", "resumed_at_steps": "list[int]?", "devices_by_stretch": "list[str?]?", "recorded_by": "str?"}
 
 DATA = {"dataset": "str?", "synthetic": "bool?", "substitute_for": "str?", "source": "str?", "root": "str?",
         "path": "str?", "format": "str?", "eval_split": "str?", "train_samples": "int?", "eval_samples": "int?"}
@@ -62,16 +67,44 @@ DATA = {"dataset": "str?", "synthetic": "bool?", "substitute_for": "str?", "sour
 CLAIM = {"pid": "int", "pid_started": "str?", "host": "str?", "since": "str?"}
 PROGRESS = {"step": "int", "steps": "int", "step_s": "number?", "updated": "str?"}
 
+# What every reader needs, where a record has it at all: a history point without its step cannot be drawn; a
+# finished run (done or diverged) without its steps and bytes cannot be put in a table.
+REQUIRED = {"history": ("step",), "finished metrics": ("steps", "bytes_sent")}
+FINISHED = ("done", "diverged")
+
 _SCALAR = (str, int, float, bool, type(None))
+LINK_RATE = re.compile(r"^(\d+(?:\.\d+)?)(kbit|mbit|gbit)$")  # as tc writes it (the net setting's spelling)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:  # finite: a 1e999 in a file reads as infinity, which no table can hold
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+_BOUNDED = {"count": (_is_int, 1, None), "int>=0": (_is_int, 0, None), "number>=0": (_is_number, 0, None),
+            "fraction": (_is_number, 0, 1)}
 
 
 def _is(kind: str, value: Any) -> bool:
+    if kind in _BOUNDED:
+        test, low, high = _BOUNDED[kind]
+        return test(value) and value >= low and (high is None or value <= high)
+    if kind == "list[int]":
+        return isinstance(value, list) and all(_is_int(v) for v in value)
+    if kind == "list[str?]":
+        return isinstance(value, list) and all(v is None or isinstance(v, str) for v in value)
+    if kind == "rate":
+        match = LINK_RATE.match(value) if isinstance(value, str) else None
+        return match is not None and float(match.group(1)) > 0
     if kind == "str":
         return isinstance(value, str)
     if kind == "int":
-        return isinstance(value, int) and not isinstance(value, bool)
+        return _is_int(value)
     if kind == "number":
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
+        return _is_number(value)
     if kind == "bool":
         return isinstance(value, bool)
     if kind == "list":
@@ -102,7 +135,24 @@ def problem(value: Any, declared: dict, where: str = "") -> str | None:
         if v is None and nullable:
             continue
         if not _is(kind.rstrip("?"), v):
-            return f"{here} is {str(v)[:60]!r}, not {'a' if kind[0] not in 'i' else 'an'} {kind.rstrip('?')}"
+            return f"{here} is {str(v)[:60]!r}, not {_described(kind.rstrip('?'))}"
+    return None
+
+
+_DESCRIBED = {"count": "an integer of at least 1", "int>=0": "an integer of at least 0", "int": "an integer",
+              "number>=0": "a finite number of at least 0", "number": "a finite number",
+              "fraction": "a fraction in [0, 1]", "rate": "a link rate such as 100mbit",
+              "list[int]": "a list of integers", "list[str?]": "a list of strings (or nulls)"}
+
+
+def _described(kind: str) -> str:
+    return _DESCRIBED.get(kind, f"a {kind}")
+
+
+def _missing(value: dict, keys: tuple[str, ...], where: str) -> str | None:
+    for key in keys:
+        if value.get(key) is None:
+            return f"{where}.{key} is missing, and every reader needs it"
     return None
 
 
@@ -114,7 +164,14 @@ def record_problem(record: Any) -> str | None:
     for section, declared in (("config", CONFIG), ("metrics", METRICS), ("env", ENV), ("data", DATA)):
         if isinstance(record.get(section), dict) and (why := problem(record[section], declared, section)):
             return why
+    if record.get("status") in FINISHED and isinstance(record.get("metrics"), dict):
+        if (why := _missing(record["metrics"], REQUIRED["finished metrics"], "metrics")) is not None:
+            return why
+        if record["metrics"]["steps"] < 1:  # a finished run trained: a rate per step is read from every one
+            return f"metrics.steps is {record['metrics']['steps']} in a {record['status']} run, not at least 1"
     for i, point in enumerate(record.get("history") or []):
         if (why := problem(point, HISTORY_POINT, f"history[{i}]")) is not None:
+            return why
+        if (why := _missing(point, REQUIRED["history"], f"history[{i}]")) is not None:
             return why
     return None

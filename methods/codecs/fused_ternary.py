@@ -299,7 +299,30 @@ def offsets_of(sizes) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(np.asarray(sizes, dtype=np.int64))]).astype(np.int64)
 
 
-__all__ = ["PACKINGS", "decode_shared", "encode", "offsets_of", "scalers", "trits_torch", "uniforms"]
+WARM_UP_ELEMENTS = 40  # every field of both packings holds some of them (m = 10 or 8 bytes)
+
+
+def warm_up(packing: str | None = None) -> None:
+    """Compile every kernel of ``packing`` (both packings when None), or load it from numba's cache, on a tiny
+    tensor, so that a timed training loop never pays for it: numba compiles a kernel at its first call, and a
+    TernGrad run's first step once carried 11.5 s of compilation in its train_s, images/s and time to target.
+    Nothing here draws from a generator (the uniforms are the counter hash of a fixed key) and what it computes
+    is thrown away, so a run computes the same numbers with or without it. The calls go through the public
+    entry points, so the kernels see the argument types a run gives them (no second compilation later)."""
+    if _KERNELS is None:
+        return
+    flat = torch.linspace(-1.0, 1.0, WARM_UP_ELEMENTS, dtype=torch.float32)
+    whole = offsets_of([WARM_UP_ELEMENTS])  # one segment across every field: the zero-counting loops
+    split = offsets_of([WARM_UP_ELEMENTS // 2, WARM_UP_ELEMENTS // 2])
+    for name in (packing,) if packing else PACKINGS:
+        for offsets, count in ((whole, 0), (split, None)):
+            bounds, scales = scalers(flat, offsets, 2.5, "max")
+            packed, _ = encode(flat, offsets, bounds, scales, [1] * (offsets.size - 1), name, count)
+            for workers in (1, 2, 3):  # one, two and more workers each take their own decode loops
+                decode_shared([packed] * workers, WARM_UP_ELEMENTS, offsets, scales, name)
+
+
+__all__ = ["PACKINGS", "decode_shared", "encode", "offsets_of", "scalers", "trits_torch", "uniforms", "warm_up"]
 
 
 class TernaryCodec:

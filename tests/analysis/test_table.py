@@ -97,7 +97,7 @@ def test_time_to_target_is_unknown_where_the_history_has_no_train_s(tmp_path):
     assert data.loc["terngrad", "runs_reaching_target"] == 0 and data.loc["terngrad", "runs_untimed"] == 0
     shown = comparison(records_frame(tmp_path), target=0.85).set_index("method")["time to target (s)"]
     assert shown["baseline"] == "unknown (the history has no train_s)"
-    assert shown["terngrad"] == "not reached within 10000 steps (top-1 0.8500)"
+    assert shown["terngrad"] == "not reached within 10000 steps (target top-1 0.8500)"
 
 
 def test_a_run_resumed_on_other_hardware_is_not_timed(tmp_path):
@@ -175,7 +175,7 @@ def test_a_target_no_run_reaches_within_the_horizon_is_censored_not_timed(tmp_pa
     assert pd.isna(data.loc["baseline", "time_to_target_s"]) and data.loc["baseline", "runs_reaching_target"] == 0
     assert data["strongest_baseline"].isna().all() and data["speedup_vs_strongest"].isna().all()
     shown = comparison(records_frame(tmp_path)).set_index("method")
-    assert shown.loc["baseline", "time to target (s)"] == "not reached within 300 steps (top-1 0.9800)"
+    assert shown.loc["baseline", "time to target (s)"] == "not reached within 300 steps (target top-1 0.9800)"
     assert shown.loc["terngrad", "time to target (s)"] == "10.0 (1 of 2)"
 
 

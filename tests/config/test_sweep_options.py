@@ -52,7 +52,7 @@ def test_status_of_a_grid_shows_only_that_grid(tmp_path):
     runs = expand(load_grid(GRID))
     mine, other = runs[0], {"task": "lenet-mnist", "method": "baseline", "workers": 3}
     for run_id, cfg in ((mine.run_id, mine.to_dict()), ("lenet-mnist_baseline_w3_0000000000", other)):
-        write_record(tmp_path, make_record(run_id, "done", None, cfg, {}, {"top1": 0.5, "steps": 1}, []))
+        write_record(tmp_path, make_record(run_id, "done", None, cfg, {}, {"top1": 0.5, "steps": 1, "bytes_sent": 0}, []))
     proc = commbench("status", "--out", str(tmp_path), "--grid", GRID)
     assert proc.returncode == 0, proc.stderr
     assert "lenet-mnist_baseline_w3_0000000000" not in proc.stdout
@@ -124,7 +124,7 @@ def test_status_of_a_speed_grid_says_which_done_runs_were_timed_on_another_cpu(t
         runs = expand(load_grid(grid))
         for run, cpu in zip(runs, ("Other CPU (family 1)", "Other CPU (family 1)", here, None)):
             write_record(tmp_path, make_record(run.run_id, "done", None, run.to_dict(),
-                                               {"device": "cpu", "cpu_model": cpu}, {"top1": 0.1, "steps": 4}, []))
+                                               {"device": "cpu", "cpu_model": cpu}, {"top1": 0.1, "steps": 4, "bytes_sent": 0}, []))
     proc = commbench("status", "--out", str(tmp_path), "--grid", speed)
     assert proc.returncode == 0, proc.stderr
     assert (f"timed on another CPU: 2 done runs on Other CPU (family 1), 1 done run on unknown CPU; this machine is "
@@ -151,7 +151,8 @@ def test_status_of_several_grids_reads_the_folder_once_and_sums_up_each(tmp_path
     assert not {c.run_id for c in runs} & {c.run_id for c in others}
     done = runs[0]  # its step time times the runs of its kind still to do
     write_record(tmp_path, make_record(done.run_id, "done", None, done.to_dict(), {"device": "cpu"},
-                                       {"top1": 0.5, "steps": done.steps, "train_s": 2.0 * done.steps}, []))
+                                       {"top1": 0.5, "steps": done.steps, "bytes_sent": 0,
+                                        "train_s": 2.0 * done.steps}, []))
     proc = commbench("status", "--out", str(tmp_path), "--summary", "--grid", GRID, "--grid", other, "--grid", GRID)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()

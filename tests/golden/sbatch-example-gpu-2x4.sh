@@ -26,8 +26,10 @@
 # setup
 module load cuda/12.4
 export NCCL_DEBUG=WARN
+export PYTHONDONTWRITEBYTECODE=1
 export COMMBENCH_GIT_SHA=0123456789abcdef0123456789abcdef01234567
 export COMMBENCH_GIT_DIRTY=0
+export NUMBA_CACHE_DIR="${HOME:-/tmp}/.cache/commbench/numba"
 export PYTHONPATH=/scratch/sweeps/out/slurm/code/0123456789ab${PYTHONPATH:+:$PYTHONPATH}
 
 # command

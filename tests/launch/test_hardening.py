@@ -286,7 +286,11 @@ def test_job_notes_with_unsafe_ids_are_skipped(tmp_path):
     folder.mkdir(parents=True)
     (folder / "evil.json").write_text(json.dumps({"run_id": "../../etc/passwd", "job_id": "1", "config": {}}))
     (folder / "x.json").write_text(json.dumps({"run_id": "x", "job_id": "1; rm -rf /", "config": {}}))
-    (folder / "ok.json").write_text(json.dumps({"run_id": "ok", "job_id": "12_3", "config": {}}))
+    config = {"task": "lenet-mnist", "method": "baseline", "workers": 1, "steps": 1}
+    (folder / "ok.json").write_text(json.dumps({"run_id": "ok", "job_id": "12_3", "config": config}))
+    (folder / "no-task.json").write_text(json.dumps({"run_id": "no-task", "job_id": "12_4", "config": {}}))
+    (folder / "dict-task.json").write_text(json.dumps({"run_id": "dict-task", "job_id": "12_5",
+                                                       "config": {**config, "task": {"x": 1}}}))
     assert list(submissions(tmp_path)) == ["ok"]
 
 
@@ -426,3 +430,81 @@ def test_a_device_node_as_out_is_never_replaced(tmp_path):
     assert proc.returncode == 2 and "a device, not a regular file" in one_line_error(proc)
     after = os.stat("/dev/null")
     assert (after.st_ino, after.st_rdev) == (before.st_ino, before.st_rdev)
+
+
+def test_a_checkpoint_larger_than_the_room_left_says_no_space_left_on_device(full_disk):
+    """torch's writer reports a disk that fills up under it as its own RuntimeError ('enforce fail at
+    inline_container.cc'): the checkpoint names the disk as the cause, as a full disk at the start does."""
+    from commbench.run.checkpoint import CheckpointNotWritten, Checkpoints
+
+    class Comm:
+        def control_sum(self, t):
+            return t
+
+    ckpt = Checkpoints(full_disk / "results" / "checkpoints" / "run")
+    with pytest.raises(CheckpointNotWritten, match=r"could not be written to .*sim\.pt: No space left on device"):
+        ckpt.save(10, {f"w{i}": torch.zeros(5000) for i in range(20)}, Comm())  # 400 KB on a 64 KB disk
+    assert not [p for p in full_disk.rglob("*") if p.name.endswith(".tmp")]
+
+
+# -- the record-write boundary: a stop signal while a finished run's record is written -------------------------
+SIGNAL_DURING_WRITE = """
+import os, signal, sys
+from pathlib import Path
+from commbench.config import resolve
+from commbench.launch import runner
+
+real = runner.write_record
+def write_record(out, record):  # the signal arrives while the record is being written
+    os.kill(os.getpid(), getattr(signal, sys.argv[2]))
+    return real(out, record)
+runner.write_record = write_record
+cfg = resolve({"task": "lenet-mnist", "dataset": "synthetic", "method": "baseline", "workers": 1,
+               "backend": "sim", "steps": 2})
+try:
+    runner.execute(cfg, Path(sys.argv[1]), show_progress=False)
+except KeyboardInterrupt:
+    print("interrupted after", file=sys.stderr)
+    sys.exit(130)
+"""
+
+
+@pytest.mark.parametrize("name,code", [("SIGTERM", -signal.SIGTERM), ("SIGINT", 130), ("SIGUSR1", -signal.SIGUSR1)])
+def test_a_stop_signal_while_the_record_is_written_completes_the_write_then_stops(tmp_path, name, code):
+    """The signal acts as it would have (the default action, KeyboardInterrupt), once the record is whole: before,
+    SIGTERM there killed the process with no record, and SIGINT dropped the finished run's record."""
+    proc = subprocess.run([sys.executable, "-c", SIGNAL_DURING_WRITE, str(tmp_path), name], capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == code, proc.stderr[-2000:]
+    (record,) = (tmp_path / "runs").glob("*.json")
+    assert json.loads(record.read_text())["status"] == "done"
+    assert not list((tmp_path / "runs").glob(".*.tmp"))
+
+
+def test_a_killed_writers_temporary_files_are_removed_at_the_next_start(tmp_path):
+    cfg = resolve({"task": "lenet-mnist", "dataset": "synthetic", "method": "baseline", "workers": 1,
+                   "backend": "sim", "steps": 1})
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    dead = subprocess.Popen(["true"])
+    dead.wait()  # a pid that has ended (reused only after the pid space wraps)
+    stale = runs / f".{cfg.run_id}.json.{dead.pid}.0123456789abcdef.tmp"
+    live = runs / f".{cfg.run_id}.json.{os.getpid()}.0123456789abcdef.tmp"  # a writer that is still at it
+    other = runs / f".other.json.{dead.pid}.0123456789abcdef.tmp"  # another run's: not this run's to clean
+    for path in (stale, live, other):
+        path.write_text("{")
+    proc = commbench("run", *SIM[:-3], "--steps", "1", "--quiet", "--results", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert not stale.exists() and live.exists() and other.exists()
+
+
+def test_weights_refused_by_a_planted_link_say_the_record_was_written(tmp_path):
+    cfg = resolve({"task": "lenet-mnist", "dataset": "synthetic", "method": "baseline", "workers": 1,
+                   "backend": "sim", "steps": 1})
+    (tmp_path / "weights").mkdir()
+    (tmp_path / "weights" / f"{cfg.run_id}.pt").symlink_to(tmp_path / "elsewhere.pt")
+    proc = commbench("run", *SIM[:-3], "--steps", "1", "--quiet", "--save-weights", "--results", str(tmp_path))
+    line = one_line_error(proc)
+    assert "its record written, but its weights could not be written" in line and "symbolic link" in line
+    assert json.loads((tmp_path / "runs" / f"{cfg.run_id}.json").read_text())["status"] == "done"
+    assert not (tmp_path / "elsewhere.pt").exists()

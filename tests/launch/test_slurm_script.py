@@ -68,3 +68,30 @@ def test_the_setup_lines_quote_a_hostile_results_path(tmp_path):
     done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
     assert done.returncode == 0 and not marker.exists()
     assert done.stdout == str(hostile)
+
+
+@pytest.mark.parametrize("control", ["\n", "\r", "\x00", "\x1b"])
+def test_a_control_character_in_the_results_path_is_refused_before_anything_is_written(tmp_path, capsys, control):
+    """submitit quotes a value on one line; a line break in the results path would end the quoted line of the batch
+    script (``#SBATCH --chdir='...``) and run what follows. Refused in one line, exit 2, before any file is made."""
+    from commbench.cli import main
+
+    grid = tmp_path / "g.yaml"
+    grid.write_text("base: {task: lenet-mnist, dataset: synthetic, method: baseline, steps: 1}\naxes: {seed: [1]}\n")
+    results = tmp_path / f"out{control}touch PWNED #"
+    with pytest.raises(SystemExit) as exit_:
+        main(["sweep", str(grid), "--launcher", "slurm", "--profile", "example-gpu", "--results", str(results)])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.count("\n") == 1 and "control character" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.yaml"]
+
+
+def test_a_line_break_never_reaches_the_submission(tmp_path):
+    """The submission itself checks the path it writes into the script, whoever calls it."""
+    from commbench.launch.profile import load_profile
+    from commbench.launch.slurm import submit
+
+    out = tmp_path / "a\nb"
+    with pytest.raises(ConfigError, match="control character"):
+        submit([eight_worker_run()], out, load_profile("example-gpu"), "g")
+    assert list(tmp_path.iterdir()) == []

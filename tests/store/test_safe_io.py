@@ -141,3 +141,81 @@ def test_removing_a_tree_never_follows_links(tmp_path, outside):
     (results / "checkpoints" / "run" / "inner").symlink_to(outside)
     remove_tree(results / "checkpoints" / "run", root=results)
     assert not (results / "checkpoints" / "run").exists() and untouched(outside)
+
+
+# -- the writers of round four: report, plot, the Slurm job notes, the requeue count ----------------------------
+def _report(results, _out):
+    from commbench.analysis.report import write_report
+
+    write_report(results, results / "report")
+
+
+def _plot(results, _out):
+    from commbench.analysis.plots import plot_all
+
+    plot_all(results, results / "figures", formats=("png",))
+
+
+def _job_note(results, _out):
+    from commbench.launch.queue import note_submission
+
+    note_submission(results, {"run_id": "r", "job_id": "1", "config": {}})
+
+
+def _requeue(results, _out):
+    from commbench.run.checkpoint import count_requeue
+
+    count_requeue(results / "checkpoints" / "r")
+
+
+# (writer, the folder it writes in, the file it writes there)
+WRITERS = [(_report, "report", "report.md"), (_plot, "figures", None), (_job_note, "slurm/jobs", "r.json"),
+           (_requeue, "checkpoints/r", "latest.json")]
+
+
+def _results_with_a_record(tmp_path):
+    from ..helpers import write_record
+
+    results = tmp_path / "results"
+    write_record(results, "r")
+    return results
+
+
+@pytest.mark.parametrize("writer,folder,_name", WRITERS, ids=[w[0].__name__ for w in WRITERS])
+def test_each_writer_refuses_a_planted_folder_link(tmp_path, outside, writer, folder, _name):
+    results = _results_with_a_record(tmp_path)
+    (results / folder).parent.mkdir(parents=True, exist_ok=True)
+    (results / folder).symlink_to(outside)
+    (outside / "latest.json").write_text('{"step": 1, "folder": "step-000000001", "files": [], "requeues": 0}')
+    before = {p: p.read_bytes() for p in outside.rglob("*") if p.is_file()}
+    with pytest.raises(OSError, match="symbolic link"):
+        writer(results, outside)
+    assert {p: p.read_bytes() for p in outside.rglob("*") if p.is_file()} == before  # nothing new, nothing changed
+
+
+@pytest.mark.parametrize("writer,folder,name", [w for w in WRITERS if w[2]], ids=[w[0].__name__ for w in WRITERS
+                                                                                   if w[2]])
+def test_each_writer_refuses_a_special_file_at_its_file(tmp_path, writer, folder, name):
+    results = _results_with_a_record(tmp_path)
+    (results / folder).mkdir(parents=True, exist_ok=True)
+    os.mkfifo(results / folder / name)
+    with pytest.raises((OSError, ValueError), match="FIFO"):  # refused as a write, or as a read (latest.json)
+        writer(results, None)
+    assert stat.S_ISFIFO(os.lstat(results / folder / name).st_mode)
+
+
+def test_the_plot_refuses_a_special_file_at_a_figures_name(tmp_path):
+    import shutil
+
+    from commbench.analysis.plots import plot_all
+
+    from ..conftest import REPO
+
+    results = tmp_path / "results"
+    shutil.copytree(REPO / "results" / "compression-lenet" / "runs", results / "runs")
+    first = plot_all(results, tmp_path / "probe", formats=("png",))  # the names this folder's figures take
+    assert first, "the record should give a figure"
+    (results / "figures").mkdir()
+    os.mkfifo(results / "figures" / first[0].name)
+    with pytest.raises(OSError, match="FIFO"):
+        plot_all(results, results / "figures", formats=("png",))

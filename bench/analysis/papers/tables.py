@@ -278,6 +278,22 @@ def render_markdown(table: list[dict]) -> str:
     return "\n".join(parts) + ("\n" if parts else "(no reference values)\n")
 
 
+def render_summary(table: list[dict], full: str) -> str:
+    """What a terminal gets of the papers' tables, whose whole is some 100 KB: each paper with one line per table
+    or section (its verdict counts), the totals, and ``full``, the command that prints everything."""
+    if not table:
+        return "(no reference values)\n"
+    parts, paper_now = [], None
+    width = max(len(source) for (_, source), _ in sections(table))
+    for (paper, source), group in sections(table):
+        if paper != paper_now:
+            parts.append(PAPERS[paper])
+            paper_now = paper
+        parts.append(f"  {source:<{width}}  {verdict_counts(group)}")
+    parts += ["", totals_line(table), "", f"the full tables: {full}"]
+    return "\n".join(parts) + "\n"
+
+
 def render_csv(table: list[dict]) -> str:
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=["paper", "source", *SHOWN, *STATS, "runs"], lineterminator="\n",

@@ -18,11 +18,20 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Sequence
 
-from commbench.store.safe_io import write_text
+from commbench.store.safe_io import read_small_text, write_text
 from commbench.config import ConfigError
+from commbench.config.parsers import binary_size
 
 OPS = ("allreduce", "allgather")
 DEFAULT_SIZES = tuple(4 ** e for e in range(5, 13))  # 1 KiB .. 16 MiB, bytes per worker
+# What one calibration may ask of the machine it runs on. Each process holds its message and the all-gather's
+# world-size receive buffers, twice (the timed op and the check of its values): world x 2 (world + 1) x size in
+# all. 256 MiB on 2 processes is 3 GiB, within a 2-core, 24 GiB laptop; a GPU node's 64 processes get 1 MiB each.
+MAX_SIZE_BYTES = 256 * 2 ** 20
+MAX_WORLD_SIZE = 64            # processes on one machine, each a torch import of some 300 MB
+MAX_MEMORY_BYTES = 8 * 2 ** 30
+MAX_REPEATS = 10_000           # repeats or warm-up calls per size
+CALIBRATION_FILE_BYTES = 4 * 2 ** 20  # a calibration file is a few KiB of fits and samples
 
 
 WEIGHTINGS = ("ols", "relative")
@@ -56,16 +65,21 @@ def load_fit(path: str | Path, op: str = "allreduce") -> Fit:
     """The ``op`` fit of a calibration file (``commbench model calibrate``), checked to be a latency and a
     bandwidth; ConfigError naming the file otherwise."""
     try:
-        data = json.loads(Path(path).read_text())
+        text = read_small_text(Path(path), CALIBRATION_FILE_BYTES, ConfigError)  # no FIFO wait, no endless device
+    except ConfigError as exc:
+        if not Path(path).exists():
+            raise ConfigError(f"--calibration: no file {path}") from None
+        raise ConfigError(f"--calibration: {exc}") from None
+    try:
+        data = json.loads(text)
         f = data["fits"][op]
         loaded = Fit(float(f["alpha_s"]), float(f["beta_s_per_byte"]), float(f["r2"]), float(f["residual_rms_s"]),
                      int(f["n"]), str(f.get("weighting", "ols")))
-    except FileNotFoundError:
-        raise ConfigError(f"--calibration: no file {path}") from None
-    except (ValueError, KeyError, TypeError, OSError):
+    except (ValueError, KeyError, TypeError, RecursionError):
         raise ConfigError(f"--calibration: {path} has no {op} fit (write one with: commbench model calibrate)") \
             from None
-    if loaded.alpha_s < 0 or loaded.beta_s_per_byte <= 0:
+    if not (math.isfinite(loaded.alpha_s) and math.isfinite(loaded.beta_s_per_byte)) or loaded.alpha_s < 0 \
+            or loaded.beta_s_per_byte <= 0:  # JSON's NaN and Infinity read as floats too
         raise ConfigError(f"--calibration: the {op} fit in {path} has alpha {loaded.alpha_s:.3g} s, beta "
                           f"{loaded.beta_s_per_byte:.3g} s/B; a latency and a bandwidth need alpha >= 0 and beta > 0 "
                           "(refit with --weighting relative, or give --network and --latency-us)")
@@ -102,17 +116,24 @@ def fit(samples: Sequence[tuple[float, float]], weighting: str = "ols") -> Fit:
 def _check(op: str, sizes: Sequence[int], world_size: int, repeats: int, warmup: int) -> None:
     if op not in OPS:
         raise ConfigError(f"op: must be one of {', '.join(OPS)}, got {op!r}")
-    if isinstance(world_size, bool) or not isinstance(world_size, int) or world_size < 2:
-        raise ConfigError(f"world size: a collective needs at least 2 processes, got {world_size!r}")
+    if isinstance(world_size, bool) or not isinstance(world_size, int) or not 2 <= world_size <= MAX_WORLD_SIZE:
+        raise ConfigError(f"world size: a collective on this machine takes 2 to {MAX_WORLD_SIZE} processes, got "
+                          f"{world_size!r}")
     if not sizes:
         raise ConfigError("sizes: no message sizes given")
     for s in sizes:
         if isinstance(s, bool) or not isinstance(s, int) or s < 4 or s % 4:
             raise ConfigError(f"sizes: each size must be a positive multiple of 4 bytes (float32 elements), got {s!r}")
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-        raise ConfigError(f"repeats: must be a positive integer, got {repeats!r}")
-    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
-        raise ConfigError(f"warmup: must be an integer >= 0, got {warmup!r}")
+        if s > MAX_SIZE_BYTES:
+            raise ConfigError(f"sizes: {s:,} bytes is more than {binary_size(MAX_SIZE_BYTES)} per worker, the largest "
+                              f"a calibration measures")
+    if (need := world_size * 2 * (world_size + 1) * max(sizes)) > MAX_MEMORY_BYTES:
+        raise ConfigError(f"sizes: {max(sizes):,} bytes on {world_size} processes would hold about "
+                          f"{need / 2 ** 30:.0f} GiB at once, more than {binary_size(MAX_MEMORY_BYTES)}; measure "
+                          f"smaller sizes or fewer processes")
+    for name, value, least in (("repeats", repeats, 1), ("warmup", warmup, 0)):
+        if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= MAX_REPEATS:
+            raise ConfigError(f"{name}: must be an integer from {least} to {MAX_REPEATS:,}, got {value!r}")
 
 
 def _worker(rank: int, world: int, port: int, ops: list[str], sizes: list[int], repeats: int, warmup: int,

@@ -19,6 +19,7 @@ from commbench.analysis.table import chosen_params
 from commbench.analysis.tta import STRONG_BASELINES
 from commbench.config import ConfigError
 from commbench.config.parsers import net_rate_bits
+from commbench.store.safe_io import write_with
 from commbench.store.records import UNKNOWN_CPU, Status, cpu_of, iter_records
 
 from .projection import (TCP_ETHERNET_SHARE, Arm, Links, Segment, exchange_s, relative_error, step_s,
@@ -325,6 +326,43 @@ def report(results: Path, task: str, workers: int, calibrate_on: str, validate_o
     return rows, notes, calibration, cpu
 
 
+def readable(rows: list[dict]) -> list[dict]:
+    """The rows of :func:`report` as a person reads them (``model tta``'s markdown; csv and json keep the plain
+    numbers): seconds to three significant digits, ratios as ``0.54x``, errors as signed percentages, yes or no."""
+    cells = {"steps to target": _steps, "predicted s": _seconds, "measured s": _seconds, "held-out error": _percent,
+             "within 20%": _yes_no, "vs strongest": _ratio}
+    return [{key: cells.get(key, _as_is)(value) for key, value in row.items()} for row in rows]
+
+
+def _as_is(value) -> str:
+    return "—" if value is None else str(value)
+
+
+def _steps(value) -> str:
+    return "—" if value is None else f"{value:,.0f}"
+
+
+def _seconds(value) -> str:
+    """``1,234``, ``12.3``, ``0.0123``: three significant digits, an exponent only below a millisecond."""
+    if value is None:
+        return "—"
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}" if abs(value) >= 1e-3 else f"{value:.2e}"
+
+
+def _percent(value) -> str:
+    if value is None:
+        return "—"
+    return "0.0%" if round(100 * value, 1) == 0 else f"{100 * value:+.1f}%"  # no sign on a rounded zero
+
+
+def _ratio(value) -> str:
+    return "—" if value is None else f"{value:.2f}x"
+
+
+def _yes_no(value) -> str:
+    return "—" if value is None else "yes" if value else "no"
+
+
 def measured_points(arms: dict, net: str) -> list[dict]:
     """The measured time to target relative to the strongest all-reduce on ``net``, seeds paired (tta.speedup)."""
     from commbench.analysis.tta import Arm as Timed, speedup, strongest
@@ -342,16 +380,66 @@ def measured_points(arms: dict, net: str) -> list[dict]:
 
 
 def draw_crossover(path: Path, results: Path, task: str, workers: int, calibration: dict, nets: list[str], cluster,
-                   compute_s: float, target: float | None, latency_s: float, cpu: str | None = None) -> None:
+                   compute_s: float, target: float | None, latency_s: float, cpu: str | None = None,
+                   root: Path | None = None) -> None:
     """The crossover map: the measured shape's lines and points, and the cluster's lines."""
     measured_shape = crossover(calibration, links_of(nets[0], workers, latency_s), compute_of(calibration))
     cluster_shape = crossover(calibration, cluster.links, compute_s, cluster.codec_scale)
     points = [p for net in nets for p in measured_points(measured_arms(results, task, workers, net, target, cpu), net)]
     crossover_figure(path, measured_shape, cluster_shape, points,
-                     f"{task}: {workers} workers as measured (solid, points) and {cluster.name} (dashed), projected")
+                     f"{task}: {workers} workers as measured (solid, points) and {cluster.name} (dashed), projected",
+                     root)
 
 
-def crossover_figure(path: Path, measured_shape: dict, cluster_shape: dict, points: list[dict], title: str) -> None:
+def _crossover_lines(ax, measured_shape: dict, cluster_shape: dict, points: list[dict]) -> list:
+    """Each method's lines and points in its colour across every figure (figure_style.method_color), a variant of a
+    method told by its marker; returns the legend's entry for each."""
+    from matplotlib.lines import Line2D
+
+    from commbench.analysis.figure_style import variant_styles
+
+    styles = variant_styles(set(measured_shape) | set(cluster_shape) | {p["method"] for p in points})
+    entries = []
+    for label, style in styles.items():
+        color, marker = style["color"], style["marker"]
+        for curves, ls in ((measured_shape, "-"), (cluster_shape, "--")):
+            if label in curves:  # a marker every few points: the lines of two variants of a method apart
+                ax.plot([c[0] for c in curves[label]], [c[1] for c in curves[label]], ls=ls, color=color, lw=1.2,
+                        marker=marker, ms=3.5, markevery=max(1, len(curves[label]) // 5))
+        for point in (p for p in points if p["method"] == label):
+            low, high = point.get("low"), point.get("high")
+            err = [[point["relative"] - low], [high - point["relative"]]] if low is not None else None
+            ax.errorbar(point["bits_per_s"], point["relative"], yerr=err, fmt=marker, ms=6, color=color, capsize=3,
+                        markeredgecolor="white", markeredgewidth=0.6, zorder=3)
+        entries.append(Line2D([], [], color=color, marker=marker, ms=4, label=label))
+    return entries
+
+
+def _crossover_axes(ax, measured_shape: dict, cluster_shape: dict, points: list[dict], title: str) -> None:
+    """The crossover map on ``ax``: bandwidth ticks in Mbit/s and Gbit/s, ratios as 0.3x, 3x, and the legend
+    right of the axes, naming each method once and each line style once."""
+    from matplotlib.lines import Line2D
+
+    from commbench.analysis.figure_style import (REFERENCE, bits_per_s_label, legend_outside, ratio_label,
+                                                 readable_log_ticks)
+
+    entries = _crossover_lines(ax, measured_shape, cluster_shape, points)
+    ax.axhline(1.0, color=REFERENCE, lw=0.8, ls=":")
+    entries += [Line2D([], [], color=REFERENCE, ls="-", label="as measured: the runs' own links"),
+                Line2D([], [], color=REFERENCE, ls="--", label="the cluster, projected"),
+                Line2D([], [], color=REFERENCE, marker="o", ls="none", label="measured: seeds paired, 95% interval"),
+                Line2D([], [], color=REFERENCE, ls=":", lw=0.8, label="1x: as fast as the strongest all-reduce")]
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    readable_log_ticks(ax, bits_per_s_label)
+    readable_log_ticks(ax, ratio_label, axis="y")
+    ax.set(xlabel="link bandwidth (log)", ylabel="time to target / the strongest all-reduce's (log)")
+    ax.set_title(title, fontsize=9)
+    legend_outside(ax, entries, [e.get_label() for e in entries])
+
+
+def crossover_figure(path: Path, measured_shape: dict, cluster_shape: dict, points: list[dict], title: str,
+                     root: Path | None = None) -> None:
     """Projected time to target relative to the strongest all-reduce against link bandwidth (log): per method, a
     solid line for the measured runs' own shape (the points, with their paired intervals, should lie on it: the
     validation, drawn) and a dashed one for the named cluster."""
@@ -360,26 +448,11 @@ def crossover_figure(path: Path, measured_shape: dict, cluster_shape: dict, poin
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from commbench.analysis.plots import _readable_log_ticks
-
-    fig, ax = plt.subplots(figsize=(7.5, 4.8))
-    for i, label in enumerate(sorted(set(measured_shape) | set(cluster_shape))):
-        color = f"C{i % 10}"
-        for curves, style, where in ((measured_shape, "-", "as measured"), (cluster_shape, "--", "cluster")):
-            if label in curves:
-                ax.plot([c[0] for c in curves[label]], [c[1] for c in curves[label]], style, color=color,
-                        label=f"{label} ({where})", lw=1.2)
-        for point in (p for p in points if p["method"] == label):
-            low, high = point.get("low"), point.get("high")
-            err = [[point["relative"] - low], [high - point["relative"]]] if low is not None else None
-            ax.errorbar(point["bits_per_s"], point["relative"], yerr=err, fmt="o", color=color, capsize=3)
-    ax.axhline(1.0, color="black", lw=0.8, ls=":")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    _readable_log_ticks(ax)
-    ax.set(xlabel="link bandwidth, bits/s (log)", ylabel="time to target / the strongest all-reduce's (log)")
-    ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=6)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(7.0, 4.8))
+    try:  # never through a link below root, never over a special file (store/safe_io.py)
+        _crossover_axes(ax, measured_shape, cluster_shape, points, title)
+        # cropped to what was drawn: the legend lies right of the axes
+        write_with(path, lambda f: fig.savefig(f, format=path.suffix.lstrip(".").lower() or "png",
+                                               bbox_inches="tight", pad_inches=0.08), root)
+    finally:
+        plt.close(fig)
