@@ -31,6 +31,7 @@ import pandas as pd
 from commbench.analysis.figure_style import (LINESTYLES, MARKERS, REFERENCE, freeze_limits, gigabytes_label,
                                              legend_key, legend_outside, method_color, place_labels,
                                              readable_log_ticks, value_ticks, variant_styles)
+from commbench.analysis.table import not_timed_alone
 from commbench.store.safe_io import ensure_folder, output_root, write_with
 from commbench.store.records import Status, iter_records, timed_on_one_device
 
@@ -420,7 +421,12 @@ def _accuracy_vs_time(ax, frame: pd.DataFrame) -> bool:
     if first > 0 and last > 20 * first:  # a slow method's long run squeezed the fast ones into one corner
         ax.set_xscale("log")
         readable_log_ticks(ax)
-    ax.set(xlabel="training time (s" + (", log)" if ax.get_xscale() == "log" else ")"), ylabel=TOP1)
+    # the table withholds these runs' speeds (analysis.table.not_timed_alone): the figure says why its seconds
+    # are no speed result either, where they are not
+    untimed = sorted({not_timed_alone({"backend": b, "net": n}) for b, n in zip(frame["backend"], frame["net"])}
+                     - {""})
+    note = f"; {untimed[0]}, so no speed result" if untimed else ""
+    ax.set(xlabel="training time (s" + (", log" if ax.get_xscale() == "log" else "") + note + ")", ylabel=TOP1)
     return True
 
 

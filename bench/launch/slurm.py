@@ -106,18 +106,7 @@ def submit(runs: list[RunConfig], out: Path, profile: Profile, sweep_name: str) 
     # not a half-made submission), as preflight checks it (a profile's values are checked as it loads)
     no_control_characters("--results", str(Path(out).resolve()))
     out = Path(out).resolve()
-    notes = submissions(out)
-    states = queue_states([notes[c.run_id]["job_id"] for c in runs if c.run_id in notes]) or {}
-    todo, queued, done = [], [], 0
-    for cfg in runs:
-        record, note = read_or_set_aside(out, cfg.run_id), notes.get(cfg.run_id)
-        if record is not None and record.get("status") in FINISHED:
-            done += 1
-        elif note and note["job_id"] in states and not states[note["job_id"]].ended \
-                and not record_is_current(record, note):
-            queued.append((cfg, note["job_id"]))
-        else:
-            todo.append(cfg)
+    todo, queued, done = _sort_out(runs, out)
     print(f"sweep: {len(runs)} runs, {done} already finished, {len(queued)} already queued, {len(todo)} to submit",
           file=sys.stderr)
     for cfg, job_id in queued:
@@ -159,6 +148,23 @@ def submit(runs: list[RunConfig], out: Path, profile: Profile, sweep_name: str) 
         for cfg, job in zip(cfgs, jobs):
             print(f"{job.job_id}  {cfg.run_id}")
     return submitted
+
+
+def _sort_out(runs: list[RunConfig], out: Path) -> tuple[list[RunConfig], list[tuple[RunConfig, str]], int]:
+    """(runs to submit, (run, job id) of those still queued, how many are finished)."""
+    notes = submissions(out)
+    states = queue_states([notes[c.run_id]["job_id"] for c in runs if c.run_id in notes]) or {}
+    todo, queued, done = [], [], 0
+    for cfg in runs:
+        record, note = read_or_set_aside(out, cfg.run_id), notes.get(cfg.run_id)
+        if record is not None and record.get("status") in FINISHED:
+            done += 1
+        elif note and note["job_id"] in states and not states[note["job_id"]].ended \
+                and not record_is_current(record, note):
+            queued.append((cfg, note["job_id"]))
+        else:
+            todo.append(cfg)
+    return todo, queued, done
 
 
 def setup_lines(code: CodeSnapshot) -> list[str]:

@@ -223,3 +223,14 @@ def test_threshold_labels_do_not_overlap(tmp_path):
     assert not [(a.get_text(), b.get_text()) for i, (a, p) in enumerate(zip(labels, boxes))
                 for b, q in zip(labels[i + 1:], boxes[i + 1:]) if p.overlaps(q)]
     plt.close(fig)
+
+
+@pytest.mark.parametrize("backend,says", [("sim", True), ("dist", False)])
+def test_the_time_axis_of_runs_not_timed_alone_says_they_are_no_speed_result(tmp_path, backend, says):
+    """The table withholds a sim run's speeds; its figure's time axis says why its seconds are none either."""
+    for seed in (1, 2):
+        _put(tmp_path, f"r{seed}", [{"step": s, "top1": 0.1 * s, "train_s": float(s)} for s in range(1, 5)],
+             seed=seed, backend=backend)
+    fig, ax = _drawn(plots._accuracy_vs_time, plots.runs_frame(tmp_path))
+    assert ("sim: not timed alone, so no speed result" in ax.get_xlabel()) == says, ax.get_xlabel()
+    plt.close(fig)
