@@ -100,7 +100,7 @@ campaign-status: $(STAMP)
 
 # the time-to-accuracy grid first (issue 38), then the papers' speed grids; each run alone on the machine
 campaign-net: $(STAMP)
-	for g in network-tta network-fig5 network-fig5-ps network-ssdsgd; do $(SUDO) $(VENV)/bin/commbench sweep bench/grids/campaign/$$g.yaml --out results/campaign; done
+	for g in network-tta network-fig5 network-fig5-ps network-ssdsgd network-ssdsgd-mxnet; do $(SUDO) $(VENV)/bin/commbench sweep bench/grids/campaign/$$g.yaml --out results/campaign; done
 
 # The two-level model against a measurement: the two-node cluster at 100 Mbit/s between nodes (root), its grid
 # through Slurm, then the same workers on this host (the model's compute time). The cluster stays up.

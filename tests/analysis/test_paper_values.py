@@ -26,7 +26,7 @@ COLUMNS = ["paper", "source", "row", "task", "dataset", "method", "workers", "gl
            "iterations", "variant", "metric", "value", "unit", "claim", "margin", "reports", "note"]
 PAPERS = ("terngrad", "threshold", "ssdsgd", "grace")
 TASKS = {"lenet-mnist", "cifarnet-cifar10", "alexnet-imagenet", "googlenet-imagenet", "nin-imagenet",
-         "resnet20-cifar10", "resnet50-imagenet", "vgg11-imagenet"}
+         "resnet20-cifar10", "resnet50-imagenet", "vgg11-imagenet", "alexnet-mxnet-imagenet"}
 DATASETS = {"mnist", "cifar10", "imagenet"}
 METHODS = {"baseline", "terngrad", "wgt", "bgt", "qgt", "ssdsgd"}
 INT_COLUMNS = ("workers", "global_batch", "batch_per_worker", "delay_steps", "warmup_steps", "iterations")
@@ -259,7 +259,7 @@ def test_spot_values_ssdsgd():
     assert r50["value"] == "74.004"
     ssgd = one(ss, source="Table 2", task="resnet50-imagenet", batch_per_worker="64", delay_steps="")
     assert (ssgd["method"], ssgd["value"]) == ("baseline", "73.650")
-    alex = one(ss, source="Section 4.6", task="alexnet-imagenet", batch_per_worker="64", metric="speedup_pct")
+    alex = one(ss, source="Section 4.6", task="alexnet-mxnet-imagenet", batch_per_worker="64", metric="speedup_pct")
     assert (alex["delay_steps"], alex["value"], alex["unit"]) == ("5", "100.7", "%")
     assert one(ss, source="Section 4.2", metric="warmup_steps_chosen")["warmup_steps"] == "500"
     assert [(r["warmup_steps"], r["claim"], r["value"]) for r in rows_where(ss, source="Section 4.2", unit="sign")] == \

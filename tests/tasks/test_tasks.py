@@ -13,7 +13,7 @@ from commbench.tasks import TASKS, families
 from ..conftest import commbench
 
 CONTRACT_TASKS = ["lenet-mnist", "cifarnet-cifar10", "alexnet-imagenet", "googlenet-imagenet",
-                  "resnet20-cifar10", "resnet50-imagenet", "nin-imagenet", "vgg11-imagenet"]
+                  "resnet20-cifar10", "resnet50-imagenet", "nin-imagenet", "vgg11-imagenet", "alexnet-mxnet-imagenet"]
 
 
 def test_the_contracts_eight_tasks_exist_in_its_order():

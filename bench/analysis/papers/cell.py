@@ -41,6 +41,7 @@ class Cell:
     declared: object = None
     links: dict = field(default_factory=dict)
     untestable: str | None = None  # why the runs that exist cannot be compared with this row (the verdict says it)
+    stand_in: str | None = None  # the stand-in task declared for the row (analogues.yaml), whether or not it ran
 
     @property
     def n(self) -> int:
@@ -57,10 +58,6 @@ class Cell:
     @property
     def gap(self) -> float | None:
         return statistics.fmean(self.gap_values) if self.gap_values else None
-
-    @property
-    def gap_std(self) -> float | None:
-        return statistics.stdev(self.gap_values) if len(self.gap_values) > 1 else None
 
     @property
     def delta(self) -> float | None:

@@ -80,3 +80,39 @@ def markers(records: list[dict], ref: Reference, analogue: Analogue | None) -> l
     if analogue and analogue.reason:
         add(analogue.reason)
     return out
+
+
+def paper_arm_conditions(ref: Reference, records: list[dict]) -> tuple[list[str], str | None]:
+    """What the paper's method arm ran with that its baseline did not, where a stand-in judges the row: each as
+    a phrase for ``differs``, and why the row cannot be tested on the stand-in (a model setting the stand-in
+    lacks, such as TernGrad Table 2's dropout 0.2 against the baseline's 0.5: the paper's gap mixes two
+    changes, and a model without dropout carries only one of them), or None."""
+    from commbench.tasks import TASKS
+
+    task = TASKS.get(ref.task or "")
+    stand_ins = sorted({r["config"].get("task") for r in records if r["config"].get("task") != ref.task})
+    if task is None or not stand_ins or not ref.method or ref.method == "baseline":
+        return [], None
+    recipe = next(iter(task.recipes.values()))
+    out, blocking = [], None
+    for key, cited in task.method_overlay(next(iter(task.recipes)), ref.method).items():
+        if key.startswith("model.") and key in recipe and recipe[key].value != cited.value \
+                and "_vs_" not in ref.metric:  # against the baseline: a sibling of the same method shares it
+            phrase = (f"the paper's {ref.method} arm: {key} {cited.value:g} against the baseline's "
+                      f"{recipe[key].value:g} ({cited.source}), so its gap mixes two changes")
+            out.append(phrase)
+            lacking = [t for t in stand_ins if t in TASKS and not _has_setting(TASKS[t], key)]
+            if lacking and blocking is None:
+                blocking = f"{phrase}; {', '.join(lacking)} has no {key}, so it cannot carry the row"
+        elif key.startswith("method."):
+            ours = sorted({str(params_of(r).get(key[len("method."):])) for r in records
+                           if r["config"].get("method") == ref.method})
+            if ours and str(cited.value) not in ours:
+                out.append(f"the paper's {ref.task} runs {key} = {cited.value} ({cited.source}); here "
+                           f"{', '.join(ours)}")
+    return out, blocking
+
+
+def _has_setting(task, key: str) -> bool:
+    return any(key in recipe for recipe in task.recipes.values()) or \
+        any(key in overlay for overlay in task.method_defaults.values())

@@ -16,6 +16,7 @@ from commbench.analysis.papers.runs import fp32_fraction, params_of, percent, sa
 
 
 THRESHOLD_METHODS = ("wgt", "bgt", "qgt")
+COLLAPSE_POINTS = 2.0  # a threshold whose runs lose more than this to the baseline has collapsed (QGT's byte cap)
 
 
 def equal_share_applies(ref: Reference, analogue: Analogue | None) -> bool:
@@ -31,6 +32,19 @@ def _paper_share(ref: Reference, references: list[Reference]) -> float | None:
             and same_value(r.threshold, ref.threshold)]
     base = paper_baseline_value(ref, references, "gb_transferred")
     return sent[0].value / base.value if len(sent) == 1 and base is not None and base.value else None
+
+
+def _across_a_collapse(by_t: dict, ta: float, tb: float, share: float) -> str | None:
+    """Why two bracketing thresholds cannot be interpolated between, or None: one collapsed (its runs more than 2
+    points under the baseline: QGT at T=1e-7, capped at one byte) and the other not. Halfway between a run that
+    collapsed and one that did not is neither's accuracy; both on the same side of the collapse are a bracket."""
+    gaps = {t: statistics.fmean(g for g, _, _ in by_t[t]) for t in (ta, tb)}
+    collapsed = {t for t, g in gaps.items() if g < -COLLAPSE_POINTS}
+    if len(collapsed) != 1:
+        return None
+    return (f"the paper's share of bytes ({100 * share:.3g}%) lies between T={ta:g} (gap {gaps[ta]:+.2f} points) and "
+            f"T={tb:g} (gap {gaps[tb]:+.2f}), and T={next(iter(collapsed)):g} collapsed (more than "
+            f"{COLLAPSE_POINTS:g} points under its baseline): no interpolation across a collapse")
 
 
 def at_equal_share(cell: Cell, ref: Reference, runs: list[dict], baselines: list[dict],
@@ -65,6 +79,9 @@ def at_equal_share(cell: Cell, ref: Reference, runs: list[dict], baselines: list
                            f"T={ref.threshold:g}): here {said}; the comparison is at equal share, not equal T")
         return cell
     (ta, fa), (tb, fb) = bracket
+    if (across := _across_a_collapse(by_t, ta, tb, share)) is not None:
+        cell.untestable = across
+        return cell
     w = 0.0 if fa == fb else (math.log(fa) - math.log(share)) / (math.log(fa) - math.log(fb))
     t_star = math.exp(math.log(ta) + w * (math.log(tb) - math.log(ta)))
     seeds_a = {r["config"].get("seed"): (g, r) for g, _, r in by_t[ta]}

@@ -39,8 +39,18 @@ def declared_links(cell: Cell, paired: list[tuple[float, dict]], declared) -> tu
                 settings[setting_of(r)].append((v, r))
             cell.links[link] = max(settings.values(), key=len)
     if not cell.links:
-        on = f" on the {declared.topology} topology" if declared.topology else ""
-        cell.why_missing = (f"no measurement of {declared.workers} workers{on} on the declared links "
-                            f"({', '.join(declared.links)}; bench/grids/campaign/{declared.grid}.yaml)")
+        cell.why_missing = why_unmeasured(declared, measured_any=bool(paired))
         return [], []
     return next(cell.links[link] for link in declared.links if link in cell.links), []
+
+
+def why_unmeasured(declared, measured_any: bool) -> str:
+    """Why a declared row has no value: its grid has not run (the command that runs it), or its runs are of other
+    workers, links or topology than the declaration's."""
+    grid = f"bench/grids/campaign/{declared.grid}.yaml"
+    if not measured_any:  # every declared link is emulated (--net: root), and a speed counts only timed alone
+        return (f"no run of {declared.task} with its baseline yet: commbench sweep {grid} --out results/campaign "
+                f"(root; each run alone)")
+    on = f" on the {declared.topology} topology" if declared.topology else ""
+    return (f"no measurement of {declared.workers} workers{on} on the declared links "
+            f"({', '.join(declared.links)}; {grid})")

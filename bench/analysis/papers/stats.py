@@ -1,25 +1,34 @@
 """The numbers behind a verdict: an estimate over paired seeds, its standard error and its intervals.
 
-Two sources of noise are in every accuracy a run reports, and the interval covers both:
+The estimand is the gap (or the accuracy) on the fixed test set both arms score. Our own noise is the seeds':
+initialisation, data order and the methods' random draws. Gaps are paired by seed (the same seed fixes
+initialisation and data order for every method, sim and dist alike: tests/run/test_seed_pairing.py), so the
+spread over seeds is that of the differences, s_d, and each seed's value already holds its test-image noise.
 
-* **seeds**: initialisation, data order and the methods' random draws. Gaps are paired by seed (the same seed
-  fixes initialisation and data order for every method, sim and dist alike: tests/run/test_seed_pairing.py),
-  so the spread over seeds is that of the differences, s_d, and its share of the error is s_d / sqrt(n);
-* **the test set**: m test images are a sample. Where the records hold which test images each run got right
-  (``metrics.eval_correct``, new records), a paired bootstrap resamples the seeds and the test images, the same
-  images for both arms, and its replicates' spread is the standard error. Where they do not (older records),
-  the binomial standard error of the two accuracies, sqrt(p1 q1 / m + p2 q2 / m), is a floor that holds even
-  with one seed (wider than the paired one: two models agree on most images).
+* **3 seeds or more**: the Student t interval over the per-seed differences, t(n - 1, L) x s_d / sqrt(n), with a
+  floor of z(L) x sqrt(disagreement / m) (two arms that disagree on a share d of the m test images cannot know
+  their gap finer than that, however closely three seeds happen to agree); a joint bootstrap over seeds and
+  test images would count the test images twice;
+* **2 seeds**: the larger of the t interval and z(L) x the paired bootstrap's SE (seeds and test images
+  resampled, the same images for both arms), or, without per-image correctness (older records), the binomial
+  SE of the two accuracies, sqrt(p1 q1 / m + p2 q2 / m);
+* **1 seed**: the bootstrap (or binomial) alone: a row from one seed is at most ``inconclusive``.
 
-The half-width at level L is the larger of t(n - 1, L) x s_d / sqrt(n) and z(L) x SE_test; the standard error the
-power rule uses is the larger of s_d / sqrt(n) and SE_test.
+**The paper's number is a sample too.** For a value or a gap, the reference's own standard error tau widens the
+interval of (ours - paper): where our runs are the paper's model on its data (or a labelled substitute), tau is
+our own per-seed SD and the interval a prediction interval, t(n - 1) s sqrt(1/n + 1); elsewhere tau is the
+binomial proxy at the paper's accuracy p and test-set size m (sqrt(2pq/m) for a gap, sqrt(pq/m) for a value),
+combined with our half-width in quadrature; the larger where both apply; tau / sqrt(k) where the paper averaged
+k runs.
+
+The standard error the power rule uses is sqrt(SE_ours^2 + tau^2), at n - 1 degrees of freedom.
 """
 from __future__ import annotations
 
 import hashlib
 import math
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import stats as _scipy
@@ -48,39 +57,97 @@ class Estimate:
     value: float
     n: int                  # paired seeds
     seed_se: float | None   # s_d / sqrt(n); None with one seed
-    test_se: float | None   # the test set's: paired bootstrap, or the binomial floor; None where not an accuracy
-    how: str                # "paired bootstrap over seeds and test images" | "binomial floor" | "seeds only"
+    test_se: float | None   # the test set's: n >= 3 the disagreement floor, else the paired bootstrap or the
+    how: str                # binomial; None where not an accuracy. how: which, in words
+    ref_se: float | None = None  # tau: the paper's number's own standard error (value and gap claims)
+    ref_how: str = ""            # where tau comes from
+    prediction: bool = False     # tau is our own per-seed SD: the interval is a prediction interval
+
+    @property
+    def own_se(self) -> float:
+        """Our runs' standard error: the larger of the seeds' and the test set's."""
+        return max(self.seed_se or 0.0, self.test_se or 0.0)
 
     @property
     def se(self) -> float:
-        """The standard error the power rule and the decisive-by-4-SE test use."""
-        return max(self.seed_se or 0.0, self.test_se or 0.0)
+        """The standard error the power rule and the decisive-by-4-SE test use: ours and the paper's together."""
+        return math.hypot(self.own_se, self.ref_se or 0.0)
+
+    @property
+    def df(self) -> float:
+        """Degrees of freedom of the seeds' part (n - 1); infinite where the seeds do not set the error."""
+        return self.n - 1 if self.seed_se is not None and self.n > 1 else math.inf
+
+    @property
+    def per_seed_sd(self) -> float | None:
+        return self.seed_se * math.sqrt(self.n) if self.seed_se is not None else None
 
     def half_width(self, level: float) -> float:
         seeds = t(level, self.n - 1) * self.seed_se if self.seed_se is not None and self.n > 1 else 0.0
         test = z(level) * self.test_se if self.test_se is not None else 0.0
-        return max(seeds, test)
+        ours = max(seeds, test)
+        if self.ref_se is None:
+            return ours
+        if self.prediction:  # t(n - 1) s sqrt(1/n + 1) = t(n - 1) SE_seeds sqrt(n + 1)
+            return max(ours, t(level, self.n - 1) * self.seed_se * math.sqrt(self.n + 1))
+        return math.hypot(ours, z(level) * self.ref_se)
 
     def interval(self, level: float) -> tuple[float, float]:
         h = self.half_width(level)
         return self.value - h, self.value + h
 
     def negated(self) -> "Estimate":
-        return Estimate(-self.value, self.n, self.seed_se, self.test_se, self.how)
+        return replace(self, value=-self.value)
 
     def shifted(self, by: float) -> "Estimate":
         """The same evidence about ``value - by`` (ours minus the paper's)."""
-        return Estimate(self.value - by, self.n, self.seed_se, self.test_se, self.how)
+        return replace(self, value=self.value - by)
+
+    def with_reference(self, tau: float | None, how: str, prediction: bool = False) -> "Estimate":
+        """The same evidence about ours - the paper's, the paper's number counted as a sample of SE ``tau``."""
+        return replace(self, ref_se=tau, ref_how=how, prediction=prediction) if tau is not None else self
 
 
 def seed_se(values: list[float]) -> float | None:
     return statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else None
 
 
-def binomial_se(accuracies: list[float], images: int) -> float:
-    """In points: the test set's standard error of an accuracy (one arm) or of a difference (two arms,
-    unpaired), from the accuracies as fractions."""
-    return 100.0 * math.sqrt(sum(p * (1 - p) for p in accuracies) / images)
+# -- power: how many seeds a claim needs (TOST and its one-sided and sign forms) ---------------------------------
+ALPHA, POWER = 0.05, 0.80
+MAX_SEEDS = 50
+
+
+def _t(q: float, df: float) -> float:
+    return float(_scipy.norm.ppf(q)) if math.isinf(df) else float(_scipy.t.ppf(q, df))
+
+
+def needed_se_multiple(test: str, df: float) -> float:
+    """How many standard errors the margin (or the effect) must span for the claim's test at 5% to have 80%
+    power: TOST at a true difference of 0, t(0.95) + t(0.90) (4.8 at 2 degrees of freedom, 2.9 with many);
+    a one-sided test (no loss, a bound), t(0.95) + t(0.80); a sign, t(0.975) + t(0.80) at the paper's effect."""
+    first, second = {"tost": (1 - ALPHA, 1 - (1 - POWER) / 2), "one-sided": (1 - ALPHA, POWER),
+                     "sign": (1 - ALPHA / 2, POWER)}[test]
+    return _t(first, df) + _t(second, df)
+
+
+def decidable(est: Estimate, distance: float, test: str) -> bool:
+    """Whether ``est``'s evidence can decide the claim: ``distance`` (the margin, or the effect claimed) spans the
+    standard errors the claim's test needs at the row's degrees of freedom."""
+    return est.se == 0 or distance >= needed_se_multiple(test, est.df) * est.se
+
+
+def seeds_to_decide(per_seed_sd: float, floor: float, tau: float, distance: float, test: str) -> str:
+    """The least number of paired seeds n at which the claim's test has 80% power at 5% (at a true difference of 0
+    for equivalence), from the per-seed SD, the test-set floor and the paper's own SE tau (per-seed noise shrinks
+    as 1/sqrt(n), the floor and tau do not): ``">50"`` where none up to 50 does, or where 1.645 tau alone reaches
+    the distance (no number of seeds here can decide it)."""
+    if z(1 - 2 * ALPHA) * tau >= distance:  # 1.645 tau: the paper's own noise fills the margin
+        return f">{MAX_SEEDS}"
+    for n in range(2, MAX_SEEDS + 1):
+        se = math.hypot(max(per_seed_sd / math.sqrt(n), floor), tau)
+        if distance >= needed_se_multiple(test, n - 1) * se:
+            return str(n)
+    return f">{MAX_SEEDS}"
 
 
 def paired_bootstrap_se(diffs: list[np.ndarray]) -> float:

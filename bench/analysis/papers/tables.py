@@ -15,11 +15,16 @@ from commbench.methods import METHODS
 from commbench.store.records import iter_records
 from commbench.analysis.papers.reference import PAPER_DIR, PAPERS, load_analogues, load_declarations, load_references
 from commbench.analysis.papers.cell import Cell
+from commbench.analysis.papers.differs import paper_arm_conditions
 from commbench.analysis.papers.metric_kinds import NO_MATCH
 from commbench.analysis.papers.paper_rows import paper_baseline_accuracy, paper_gap
 from commbench.analysis.papers.reproduce import reproduce
 from commbench.analysis.papers.rerun import grids_rerunning
-from commbench.analysis.papers.verdicts import NOT_REPRODUCED, REPRODUCED, VERDICTS, expected_false_calls, judge
+from commbench.analysis.papers.crossrows import (baseline_runs, mark_repeats, mark_shared_baselines,
+                                                 with_negative_controls)
+from commbench.analysis.papers.matching import target
+from commbench.analysis.papers.totals import summary, totals_line, verdict_counts
+from commbench.analysis.papers.verdicts import judge
 
 FORMATS = ("md", "csv", "latex", "json")
 MISSING = "missing"
@@ -66,6 +71,12 @@ def build(which: str, results: Path, paper_dir: Path = PAPER_DIR, declarations: 
                                   f"({', '.join(sorted(tables))})")
         for ref in references:
             cell = reproduce(ref, current, analogues, references, declarations)
+            stand_in = target(ref, analogues)[1]
+            cell.stand_in = stand_in.use.get("task") if stand_in is not None else None
+            conditions, blocking = paper_arm_conditions(ref, cell.records)
+            cell.markers += conditions
+            if blocking and cell.values and not cell.untestable:
+                cell.untestable = blocking
             if not cell.values and len(current) < len(records):
                 old = reproduce(ref, records, analogues, references, declarations)
                 old_records = [r for r in records if r["run_id"] in old.run_ids and superseded(r)]
@@ -129,10 +140,10 @@ def _stat(value: float | None, decimals: int = 3) -> str:
 
 
 def rows(cells: list[Cell]) -> list[dict]:
+    verdicts = with_negative_controls(cells, [judge(c) for c in cells])
     out = []
-    for c in cells:
+    for c, verdict in zip(cells, verdicts):
         r = c.ref
-        verdict = judge(c)
         interval = verdict.interval
         tested = verdict.tested
         out.append({"paper": r.paper, "source": r.source, "row": r.row, "setting": r.setting(), "metric": r.metric,
@@ -142,7 +153,7 @@ def rows(cells: list[Cell]) -> list[dict]:
                     "paper gap": f"{c.paper_gap:+.2f}" if c.paper_gap is not None else "",
                     "our gap": f"{c.gap:+.2f}" if c.gap is not None else "",
                     # a missing row says why in the why column, as every other verdict does
-                    "verdict": verdict.label, "why": verdict.why,
+                    "verdict": verdict.shown, "judged on": verdict.judged_on, "why": verdict.why,
                     "differs": "; ".join(c.markers) if c.values else "",
                     # the numbers behind the verdict: the quantity tested (ours - paper, our gap, ...), its interval
                     "claim": r.claim or "", "tested": _stat(tested.value if tested else None),
@@ -151,43 +162,29 @@ def rows(cells: list[Cell]) -> list[dict]:
                     "level": f"{verdict.level:.0%}" if interval else "",
                     "margin": "" if verdict.margin is None else f"{verdict.margin:g}",
                     "se": _stat(tested.se if tested else None), "se from": tested.how if tested else "",
-                    "paired seeds": str(tested.n) if tested else "",
-                    "runs": " ".join(c.run_ids), "_verdict": verdict})
+                    "reference se": _stat(tested.ref_se if tested else None),
+                    "reference se from": tested.ref_how if tested and tested.ref_se is not None else "",
+                    "paired seeds": str(tested.n) if tested else "", "seeds to decide": verdict.seeds_to_decide,
+                    "runs": " ".join(c.run_ids), "_verdict": verdict, "_baselines": baseline_runs(c)})
+    mark_repeats(out)
+    mark_shared_baselines(out)
     return out
 
 
 SHOWN = ["row", "setting", "metric", "unit", "paper value", "reproduced", "n", "delta", "paper gap", "our gap",
-         "verdict", "why", "differs"]
+         "verdict", "judged on", "why", "differs", "same as"]
 NUMERIC = ("paper value", "n", "delta", "paper gap", "our gap")
-STATS = ["claim", "tested", "interval low", "interval high", "level", "margin", "se", "se from", "paired seeds"]
+STATS = ["claim", "tested", "interval low", "interval high", "level", "margin", "se", "se from", "reference se",
+         "reference se from", "paired seeds", "seeds to decide", "shares baseline with"]
 LEGEND = ("reproduced: mean ± std over the seeds of one setting (n runs); delta: reproduced - paper; gap: a "
           "method's top-1/top-5 minus its baseline's, in the paper (the same table's baseline row) and here (the "
           "baseline run of the same setting and seed); verdict: reproduced, not reproduced, inconclusive, untestable "
-          "here or missing, by the rule in docs/papers.md (why: what was compared, with its interval, margin and "
-          "paired seeds, or why it cannot be); differs: how the runs' setting departs from the paper's. The CSV and "
-          "JSON formats carry the interval's numbers in columns of their own.")
-
-
-def verdict_counts(group: list[dict]) -> str:
-    """"N reproduced, M not reproduced, ..." over rows (one per number), every verdict named."""
-    return ", ".join(f"{sum(r['verdict'] == v for r in group)} {v}" for v in VERDICTS)
-
-
-def summary(table: list[dict]) -> dict:
-    """The count of every verdict over all rows, how many were judged from an interval, and the false calls
-    expected among those at the rule's error rates."""
-    verdicts = [r["_verdict"] for r in table if "_verdict" in r]
-    return {"rows": len(table), **{v: sum(r["verdict"] == v for r in table) for v in VERDICTS},
-            "judged_from_an_interval": sum(v.tested is not None and v.label in (REPRODUCED, NOT_REPRODUCED)
-                                           for v in verdicts),
-            "expected_false_calls": round(expected_false_calls(verdicts), 2)}
-
-
-def totals_line(table: list[dict]) -> str:
-    s = summary(table)
-    return (f"Totals over {s['rows']} rows: {verdict_counts(table)}. Of the {s[REPRODUCED] + s[NOT_REPRODUCED]} "
-            f"reproduced or not, {s['judged_from_an_interval']} were judged from an interval; at the rule's 5% "
-            f"error rate, {s['expected_false_calls']:.1f} of them are expected to be false calls.")
+          "here or missing, and on a stand-in model transferred or did not transfer, by the rule in docs/papers.md "
+          "(why: what was compared, with its interval, margin and paired seeds, or why it cannot be); judged on: the "
+          "paper's setting, substitute data, a stand-in model or arithmetic; differs: how the runs' setting departs "
+          "from the paper's; same as: the row this one repeats (not counted). The CSV and JSON formats carry the "
+          "interval's numbers, the paper's own standard error and the seeds that would decide a row in columns of "
+          "their own.")
 
 
 def sections(table: list[dict]):

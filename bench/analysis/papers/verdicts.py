@@ -23,18 +23,24 @@ fixed from the paper's numbers before any run (``reference.effect_margin``), and
   differs between the declared links is ``inconclusive (depends on the link)``.
 * ``count``: a model's size or gradient count within 1%.
 
-Every accuracy comparison first passes the gates: a gap from runs covering less than half of the schedule (or
-with a baseline more than 2 points off the paper's, on its own data) is ``untestable here (early-training
-gap)``; one where 2.8 standard errors (80% power at 5%) exceed the effect the claim is about (|g|, at least the
-margin) cannot read ``reproduced`` and is ``untestable here (no power)`` unless the data refute it decisively;
-with fewer than 3 paired seeds a row is at most ``inconclusive`` unless decisive by 4 standard errors.
+Every accuracy comparison first passes the gates: a gap from runs covering less than half of the schedule is
+``untestable here (early-training gap)``, and one beside a baseline more than 2 points off the paper's (on the
+paper's model, on any data, substitutes included) ``untestable here (baseline X below the paper's)``; one whose
+test at 5% has less than 80% power at the row's degrees of freedom (Student t: TOST for gaps and values,
+one-sided for no loss and bounds, two-sided at the paper's effect for a sign) cannot read ``reproduced`` and is
+``untestable here (no power)`` unless the data refute it decisively. A row from one seed is at most
+``inconclusive``; from two, at most ``inconclusive`` unless decisive by 4 standard errors. Every ``no power``
+and ``inconclusive`` row states the seeds that would decide it (``seeds to decide``).
+
+For value and gap claims the paper's number is a sample (``standing.reference_se``). A row judged on a stand-in
+model reads ``transferred`` or ``did not transfer`` (``standing``), never ``reproduced`` or ``not reproduced``.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
 
-from commbench.analysis.papers import stats
+from commbench.analysis.papers import standing, stats
 from commbench.analysis.papers.evidence import early, estimate, saturated_top5
 from commbench.analysis.papers.reference import EQUIVALENCE_MARGIN, effect_margin
 from commbench.analysis.papers.cell import Cell
@@ -42,12 +48,13 @@ from commbench.analysis.papers.runs import percent
 
 REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE = "reproduced", "not reproduced", "inconclusive"
 UNTESTABLE, MISSING = "untestable here", "missing"
+TRANSFERRED, DID_NOT_TRANSFER = "transferred", "did not transfer"  # a stand-in's reproduced, not reproduced
 VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, UNTESTABLE, MISSING)
+STAND_IN_VERDICTS = (TRANSFERRED, DID_NOT_TRANSFER, INCONCLUSIVE, UNTESTABLE, MISSING)
 
 EQUIVALENCE_LEVEL = 0.90  # two one-sided tests at 5%: the 90% interval inside the margin
 REFUTATION_LEVEL = 0.95   # the 95% interval entirely outside the margin (or on the other side of 0)
-POWER_SE = 2.8            # z(0.975) + z(0.80): an effect of 2.8 SE is found 80% of the time at 5%
-DECISIVE_SE = 4.0         # fewer than 3 seeds: a verdict only when 4 SE cannot change it
+DECISIVE_SE = 4.0         # two seeds: a verdict only when 4 SE cannot change it
 MIN_SEEDS = 3
 SPEED_LAUNCHES = 3        # a speed-up's interval needs at least 3 launches
 ALPHA = 0.05              # orderings: Holm-corrected one-sided tests at 5%
@@ -63,10 +70,26 @@ class Verdict:
     tested: stats.Estimate | None = None  # the quantity tested (ours - paper, our gap, a log speed-up ratio)
     level: float | None = None            # the interval printed: 0.90 for equivalence, else 0.95
     margin: float | None = None
+    seeds_to_decide: str = ""             # no power or inconclusive: the paired seeds that would decide the row
+    judged_on: str = ""                   # standing.JUDGED_ON
+    stand_in: str = ""                    # "lenet-mnist for alexnet-imagenet" where judged on a stand-in
 
     @property
     def interval(self) -> tuple[float, float] | None:
         return self.tested.interval(self.level) if self.tested is not None and self.level else None
+
+    @property
+    def shown(self) -> str:
+        """The verdict as a table prints it: on a stand-in, whether the finding transferred, naming the stand-in."""
+        if self.judged_on != standing.STAND_IN or self.label in (UNTESTABLE, MISSING):
+            return self.label
+        label = {REPRODUCED: TRANSFERRED, NOT_REPRODUCED: DID_NOT_TRANSFER}.get(self.label, self.label)
+        return f"{label} (stand-in: {self.stand_in})"
+
+    @property
+    def counted(self) -> str:
+        """The verdict's name in the totals: the stand-in's words where judged on one, without the stand-in."""
+        return self.shown.split(" (stand-in:")[0]
 
 
 # -- shared pieces ---------------------------------------------------------------------------------------------
@@ -96,17 +119,32 @@ def _n_text(est: stats.Estimate) -> str:
     return f"n={est.n} paired seed{'s' * (est.n != 1)}, SE {est.se:.2f}"
 
 
-def _powerless(est: stats.Estimate, effect: float) -> str | None:
-    if est.se > 0 and POWER_SE * est.se > effect:
-        return f"no power: 2.8 SE = {POWER_SE * est.se:.2f} points exceeds the effect claimed, {effect:.2f}"
-    return None
+def _powerless(est: stats.Estimate, distance: float, test: str) -> str | None:
+    """Why the row's test cannot decide it at the row's degrees of freedom, or None: ``distance`` (the margin, or
+    the effect claimed) spans fewer standard errors than the test needs for 80% power at 5%."""
+    if stats.decidable(est, distance, test):
+        return None
+    need = stats.needed_se_multiple(test, est.df)
+    df = "many" if math.isinf(est.df) else f"{est.df:g}"
+    return (f"no power: the {'equivalence (TOST)' if test == 'tost' else test} test needs {distance:.2f} points to "
+            f"span {need:.1f} SE at {df} degrees of freedom, and SE is {est.se:.2f}")
+
+
+def seeds_needed(est: stats.Estimate | None, distance: float | None, test: str) -> str:
+    """The paired seeds at which the row's test would have 80% power at 5% (stats.seeds_to_decide)."""
+    if est is None or distance is None or distance <= 0:
+        return ""
+    per_seed = est.per_seed_sd if est.per_seed_sd is not None else est.own_se  # one seed: its test noise stands in
+    return stats.seeds_to_decide(per_seed, est.test_se or 0.0, est.ref_se or 0.0, distance, test)
 
 
 def _few_seeds(label: str, est: stats.Estimate, decisive: bool, why: str) -> tuple[str, str]:
-    """Fewer than 3 seeds: only a verdict 4 SE cannot change stands; otherwise inconclusive."""
-    if est.n >= MIN_SEEDS or decisive:
+    """One seed: at most inconclusive. Two: only a verdict 4 SE cannot change stands; otherwise inconclusive."""
+    if est.n >= MIN_SEEDS or label == INCONCLUSIVE or (decisive and est.n > 1):
         return label, why
-    return INCONCLUSIVE, f"{why}; {est.n} seed{'s' * (est.n != 1)}: at most inconclusive unless decisive by 4 SE"
+    if est.n == 1:
+        return INCONCLUSIVE, f"{why}; one seed: at most inconclusive"
+    return INCONCLUSIVE, f"{why}; {est.n} seeds: at most inconclusive unless decisive by 4 SE"
 
 
 def _equivalence(est: stats.Estimate, margin: float) -> str:
@@ -151,9 +189,12 @@ def judge_value(cell: Cell) -> Verdict:
     if elsewhere:
         return Verdict(UNTESTABLE, f"an absolute accuracy on {elsewhere}")
     margin = ref.margin if ref.margin is not None else EQUIVALENCE_MARGIN
-    est = estimate(cell.values, cell.backing, ref.metric, True).shifted(ref.value)
+    ours = estimate(cell.values, cell.backing, ref.metric, True)
+    est = standing.reference_se(cell, ours, False, standing.PAPER).shifted(ref.value)
     label = _equivalence(est, margin)
     why = f"accuracy {est.value:+.2f} from the paper's, {_interval_text(est, EQUIVALENCE_LEVEL)}, margin ±{margin:g}"
+    if (weak := _powerless(est, margin, "tost")) is not None and label != NOT_REPRODUCED:
+        return Verdict(UNTESTABLE, f"{weak}; {why} ({_n_text(est)})", est, REFUTATION_LEVEL, margin)
     label, why = _few_seeds(label, est, _decisive_equivalence(est, margin), f"{why} ({_n_text(est)})")
     return Verdict(label, why, est, EQUIVALENCE_LEVEL, margin)
 
@@ -183,17 +224,28 @@ def judge_gap(cell: Cell) -> Verdict:
         return compared
     ours, paper, what = compared
     margin = ref.margin if ref.margin is not None else effect_margin(paper)
-    est = ours.shifted(paper)
-    label = _equivalence(est, margin)
+    est = standing.reference_se(cell, ours, True, standing.judged_on(cell)[0]).shifted(paper)  # every gap claim
+    label = equivalence_label(est, margin)
+    if label == UNTESTABLE:
+        return Verdict(UNTESTABLE, f"{_powerless(est, margin, 'tost')}; {what} here {ours.value:+.2f}, the paper "
+                                   f"{paper:+.2f} ({_n_text(est)})", est, REFUTATION_LEVEL, margin)
     why = (f"{what} {ours.value:+.2f} vs the paper's {paper:+.2f}: difference {est.value:+.2f}, "
            f"{_interval_text(est, EQUIVALENCE_LEVEL if label == REPRODUCED else REFUTATION_LEVEL)}, "
            f"margin ±{margin:g} ({_n_text(est)}, {est.how})")
-    effect = max(abs(paper), margin)
-    if (weak := _powerless(est, effect)) is not None and label != NOT_REPRODUCED:
-        return Verdict(UNTESTABLE, f"{weak}; {what} here {ours.value:+.2f}, the paper {paper:+.2f} "
-                                   f"({_n_text(est)})", est, REFUTATION_LEVEL, margin)
-    label, why = _few_seeds(label, est, _decisive_equivalence(est, margin), why)
+    why = _few_seeds(_equivalence(est, margin), est, _decisive_equivalence(est, margin), why)[1]  # and why not more
     return Verdict(label, why, est, EQUIVALENCE_LEVEL if label == REPRODUCED else REFUTATION_LEVEL, margin)
+
+
+def equivalence_label(est: stats.Estimate, margin: float) -> str:
+    """The rule for a value or a gap, on ``est`` (ours - the paper's, the paper's own error counted in it):
+    ``reproduced`` (90% inside +-margin), ``not reproduced`` (95% outside), ``inconclusive``, or ``untestable
+    here`` where the test cannot have 80% power at the row's degrees of freedom (unless it refutes), and at most
+    ``inconclusive`` from fewer than 3 seeds that are not decisive by 4 SE (one seed: never more). The
+    simulation test (tests/analysis/test_verdict_simulation.py) drives this function."""
+    label = _equivalence(est, margin)
+    if label != NOT_REPRODUCED and _powerless(est, margin, "tost") is not None:
+        return UNTESTABLE
+    return _few_seeds(label, est, _decisive_equivalence(est, margin), "")[0]
 
 
 def judge_no_loss(cell: Cell) -> Verdict:
@@ -208,7 +260,7 @@ def judge_no_loss(cell: Cell) -> Verdict:
     level = EQUIVALENCE_LEVEL if label == REPRODUCED else REFUTATION_LEVEL
     why = (f"no loss claimed (the paper {paper:+.2f}): {what} here {ours.value:+.2f}, {_interval_text(ours, level)}, "
            f"against -{margin:g} ({_n_text(ours)}, {ours.how})")
-    if (weak := _powerless(ours, margin)) is not None and label != NOT_REPRODUCED:
+    if (weak := _powerless(ours, margin, "one-sided")) is not None and label != NOT_REPRODUCED:
         return Verdict(UNTESTABLE, f"{weak}; {what} here {ours.value:+.2f} ({_n_text(ours)})", ours,
                        REFUTATION_LEVEL, margin)
     h = DECISIVE_SE * ours.se
@@ -232,9 +284,10 @@ def judge_sign(cell: Cell) -> Verdict:
     direction = "a gain" if side > 0 else "a loss"
     why = f"{direction} claimed: {what} here {ours.value:+.2f}, {_interval_text(ours, REFUTATION_LEVEL)} " \
           f"({_n_text(ours)}, {ours.how})"
-    if ref.unit != "sign" and (weak := _powerless(ours, abs(paper))) is not None and label != NOT_REPRODUCED:
+    if ref.unit != "sign" and (weak := _powerless(ours, abs(paper), "sign")) is not None \
+            and label != NOT_REPRODUCED:
         return Verdict(UNTESTABLE, f"{weak}; {what} here {ours.value:+.2f}, the paper {paper:+.2f}", ours,
-                       REFUTATION_LEVEL, None)
+                       REFUTATION_LEVEL, abs(paper))
     label, why = _few_seeds(label, ours, abs(ours.value) > DECISIVE_SE * ours.se, why)
     return Verdict(label, why, ours, REFUTATION_LEVEL, None)
 
@@ -251,8 +304,8 @@ def judge_bound(cell: Cell) -> Verdict:
     label = REPRODUCED if high90 <= bound else NOT_REPRODUCED if low95 > bound else INCONCLUSIVE
     level = EQUIVALENCE_LEVEL if label == REPRODUCED else REFUTATION_LEVEL
     why = f"{ours.value:.2f} against the paper's bound {ref.value:g}: {_interval_text(ours, level)} ({_n_text(ours)})"
-    if (weak := _powerless(ours, ref.value)) is not None and label != NOT_REPRODUCED:
-        return Verdict(UNTESTABLE, f"{weak}; here {ours.value:.2f}", ours, level, margin)
+    if (weak := _powerless(ours, ref.value, "one-sided")) is not None and label != NOT_REPRODUCED:
+        return Verdict(UNTESTABLE, f"{weak}; here {ours.value:.2f}", ours, level, ref.value)
     h = DECISIVE_SE * ours.se
     label, why = _few_seeds(label, ours, ours.value + h <= bound or ours.value - h > bound, why)
     return Verdict(label, why, ours, level, margin)
@@ -296,7 +349,9 @@ def judge_ordering(cell: Cell) -> Verdict:
         label, why = INCONCLUSIVE, f"too close to order: {said}"
     decisive = all(abs(e.value) > DECISIVE_SE * e.se for e in comparisons.values())
     label, why = _few_seeds(label, min(comparisons.values(), key=lambda e: e.n), decisive, why)
-    return Verdict(label, why)
+    closest = min(comparisons.values(), key=lambda e: abs(e.value))  # the pair that is hardest to order
+    seeds = seeds_needed(closest, abs(closest.value), "sign") if label == INCONCLUSIVE else ""
+    return Verdict(label, why, seeds_to_decide=seeds and f"{seeds} (at the closest pair's observed difference)")
 
 
 def _band(ratio: float, paper: float, factor: float) -> str:
@@ -324,14 +379,17 @@ def judge_speedup(cell: Cell) -> Verdict:
     unmeasured = [link for link in declared.links if link not in per_link]
     bands = {link: _band(math.exp(e.value), paper, factor) for link, e in per_link.items()}
     if len(set(bands.values())) > 1:
-        return Verdict(INCONCLUSIVE, f"depends on the link: {said}", margin=factor)
+        return Verdict(INCONCLUSIVE, f"depends on the link: {said}", margin=factor,
+                       seeds_to_decide="none: the declared links disagree, more launches do not reconcile them")
     if unmeasured:
         return Verdict(INCONCLUSIVE, f"declared link{'s' * (len(unmeasured) > 1)} {', '.join(unmeasured)} not "
-                                     f"measured: {said}", margin=factor)
+                                     f"measured: {said}", margin=factor,
+                       seeds_to_decide=f"{SPEED_LAUNCHES} launches on {', '.join(unmeasured)} first")
     few = [link for link, e in per_link.items() if e.n < SPEED_LAUNCHES]
     if few:
         return Verdict(INCONCLUSIVE, f"fewer than {SPEED_LAUNCHES} launches on {', '.join(few)} (no interval): "
-                                     f"{said}", margin=factor)
+                                     f"{said}", margin=factor,
+                       seeds_to_decide=f"at least {SPEED_LAUNCHES} launches on {', '.join(few)}")
     band = (math.log(paper) - math.log(factor), math.log(paper) + math.log(factor))
     within = set(bands.values()) == {"within"}
     overlaps = all(e.interval(REFUTATION_LEVEL)[1] >= band[0] and e.interval(REFUTATION_LEVEL)[0] <= band[1]
@@ -341,11 +399,38 @@ def judge_speedup(cell: Cell) -> Verdict:
     if not overlaps and not within:
         return Verdict(NOT_REPRODUCED, f"{next(iter(bands.values()))} a factor of {factor:g} of the paper's on every "
                                        f"declared link, 95% intervals outside it: {said}", margin=factor)
-    return Verdict(INCONCLUSIVE, f"the 95% intervals reach the band of a factor of {factor:g}: {said}", margin=factor)
+    widest = max(per_link.values(), key=lambda e: e.se)
+    launches = seeds_needed(widest, math.log(factor), "tost")
+    return Verdict(INCONCLUSIVE, f"the 95% intervals reach the band of a factor of {factor:g}: {said}", margin=factor,
+                   seeds_to_decide=launches and f"{launches} launches")
 
 
 def judge_count(cell: Cell) -> Verdict:
-    return _relative(cell.mean, cell.ref.value, (cell.ref.margin or 1.0) / 100, "the model's count")
+    """Within the margin (1%), or inside the interval the paper's printed digits allow: a paper that prints
+    "just over 30MB" for 30.36 MB, or 203.4 MB for 203.38, is right to its digits."""
+    ref = cell.ref
+    verdict = _relative(cell.mean, ref.value, (ref.margin or 1.0) / 100, "the model's count")
+    if verdict.label == REPRODUCED or (digits := printed_interval(ref)) is None:
+        return verdict
+    low, high = digits
+    if low <= cell.mean < high:
+        return replace(verdict, label=REPRODUCED, why=f"{verdict.why}, but inside [{low:g}, {high:g}), what the "
+                                                      f"paper's printed {ref.printed or f'{ref.value:g}'} allows")
+    return verdict
+
+
+def printed_interval(ref) -> tuple[float, float] | None:
+    """The values the paper's printed number stands for: half a unit of its last printed digit either side, or
+    above it where the paper says "just over" ("just over 30MB": [30, 30.5))."""
+    text = (ref.printed or "").replace(",", "")
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    step = 10.0 ** -(len(text.split(".")[1]) if "." in text else 0)
+    if "just over" in (ref.note or "").lower():
+        return value, value + step / 2
+    return value - step / 2, value + step / 2
 
 
 def _relative(ours: float, paper: float, share: float, what: str) -> Verdict:
@@ -366,20 +451,33 @@ JUDGES = {"value": judge_value, "gap": judge_gap, "no_loss": judge_no_loss, "sig
           "bound": judge_bound, "ordering": judge_ordering, "speedup": judge_speedup, "count": judge_count}
 
 
+# the test each claim needs, for its power and its seeds to decide
+TESTS = {"value": "tost", "gap": "tost", "no_loss": "one-sided", "bound": "one-sided", "sign": "sign",
+         "ordering": "sign", "speedup": "tost"}
+
+
 def judge(cell: Cell) -> Verdict:
+    on, stand_in = standing.judged_on(cell)
     if cell.untestable:
-        return Verdict(UNTESTABLE, cell.untestable)
-    if not cell.values:
-        return Verdict(MISSING, cell.why_missing or "no matching run")
-    verdict = JUDGES[cell.ref.claim](cell)
+        verdict = Verdict(UNTESTABLE, cell.untestable)
+    elif not cell.values:
+        verdict = Verdict(MISSING, cell.why_missing or "no matching run")
+    else:
+        verdict = JUDGES[cell.ref.claim](cell)
     if cell.final_gap_values:  # judged on the best evaluations, as the paper reports; the last ones said beside
         final = estimate(cell.final_gap_values, cell.final_gap_backing, cell.ref.metric, True)
         verdict = replace(verdict, why=f"{verdict.why}; the final top-1 gap (the last evaluation) {final.value:+.2f}, "
                                        f"{_interval_text(final, REFUTATION_LEVEL)} ({_n_text(final)}, {final.how})")
-    return verdict
+    seeds = verdict.seeds_to_decide
+    if not seeds and (verdict.label == INCONCLUSIVE or verdict.why.startswith("no power")):
+        distance, note = verdict.margin, ""
+        if distance is None and verdict.tested is not None:  # a direction with no size: at what we see
+            distance, note = abs(verdict.tested.value), " (at the observed difference)"
+        seeds = seeds_needed(verdict.tested, distance, TESTS.get(cell.ref.claim, "tost"))
+        seeds = seeds and seeds + note
+    return replace(verdict, judged_on=on, stand_in=stand_in, seeds_to_decide=seeds)
 
 
-def expected_false_calls(verdicts: list[Verdict]) -> float:
-    """At the rule's error rates (5% a row, the two one-sided tests' and the refutation's), how many of the
-    statistically judged rows (reproduced or not reproduced, from an interval) are expected to be wrong."""
-    return ALPHA * sum(v.label in (REPRODUCED, NOT_REPRODUCED) and v.tested is not None for v in verdicts)
+def called_from_an_interval(verdict: Verdict) -> bool:
+    """A row called (reproduced or not, transferred or not) by a test at a per-row error of at most 5%."""
+    return verdict.label in (REPRODUCED, NOT_REPRODUCED) and verdict.tested is not None
