@@ -47,6 +47,44 @@ def _across_a_collapse(by_t: dict, ta: float, tb: float, share: float) -> str | 
             f"{COLLAPSE_POINTS:g} points under its baseline): no interpolation across a collapse")
 
 
+def _one_family(paired: list[tuple[float, dict]]) -> list[tuple[float, float, dict]] | None:
+    """The (gain, fp32 fraction, run) of the one setting (but the threshold) the row is interpolated in; None where
+    no paired run has a threshold and a share of the bytes."""
+    families: dict[str, list] = defaultdict(list)
+    for gain, r in paired:
+        if (f := fp32_fraction(r, True)) and params_of(r).get("threshold"):
+            families[setting_of(r, ("threshold",))].append((gain, f, r))
+    if not families:
+        return None
+    # one family of runs, never a mix of settings: the longest runs (a gap needs half the schedule), then the
+    # one with the most thresholds (the most shares to bracket with), then the most records
+    return max(families.values(), key=lambda g: (max(samples_seen(r["config"]) for _, _, r in g),
+                                                 len({params_of(r)["threshold"] for _, _, r in g}), len(g)))
+
+
+def _interpolate_seeds(cell: Cell, ref: Reference, at_a: list, at_b: list, w: float,
+                       partner_of: dict[str, dict]) -> None:
+    """Each seed run at both bracketing thresholds: its value (or loss) and gap, weighted ``1 - w`` at the first
+    threshold and ``w`` at the second, into ``cell``."""
+    seeds_a = {r["config"].get("seed"): (g, r) for g, _, r in at_a}
+    seeds_b = {r["config"].get("seed"): (g, r) for g, _, r in at_b}
+    loss = ref.metric == "top1_loss"
+    for seed in sorted(set(seeds_a) & set(seeds_b), key=str):
+        (ga, ra), (gb, rb) = seeds_a[seed], seeds_b[seed]
+        gap = (1 - w) * ga + w * gb
+        gap_terms = [(1 - w, ra, partner_of[ra["run_id"]]), (w, rb, partner_of[rb["run_id"]])]
+        if loss:
+            cell.values.append(-gap)
+            cell.backing.append(gap_terms)
+        else:
+            cell.values.append((1 - w) * percent(ra["metrics"]["top1"]) + w * percent(rb["metrics"]["top1"]))
+            cell.backing.append([(1 - w, ra, None), (w, rb, None)])
+            cell.gap_values.append(gap)
+            cell.gap_backing.append(gap_terms)
+        cell.records.append(ra)
+        cell.run_ids += [ra["run_id"], rb["run_id"]]
+
+
 def at_equal_share(cell: Cell, ref: Reference, runs: list[dict], baselines: list[dict],
                    references: list[Reference], analogue: Analogue | None) -> Cell:
     """The row's accuracy (or loss) where our runs send the paper's share of the bytes: interpolated on log T
@@ -56,18 +94,10 @@ def at_equal_share(cell: Cell, ref: Reference, runs: list[dict], baselines: list
         cell.why_missing = "the paper states no bytes at this threshold to take its share from"
         return cell
     partner_of: dict[str, dict] = {}
-    paired = paired_with(runs, baselines, PAIRED["top1_gain"], into=partner_of)
-    families: dict[str, list] = defaultdict(list)
-    for gain, r in paired:
-        if (f := fp32_fraction(r, True)) and params_of(r).get("threshold"):
-            families[setting_of(r, ("threshold",))].append((gain, f, r))
-    if not families:
+    family = _one_family(paired_with(runs, baselines, PAIRED["top1_gain"], into=partner_of))
+    if family is None:
         cell.why_missing = NO_MATCH if not runs else "no baseline run of the same setting to compare with"
         return cell
-    # one family of runs, never a mix of settings: the longest runs (a gap needs half the schedule), then the
-    # one with the most thresholds (the most shares to bracket with), then the most records
-    family = max(families.values(), key=lambda g: (max(samples_seen(r["config"]) for _, _, r in g),
-                                                   len({params_of(r)["threshold"] for _, _, r in g}), len(g)))
     by_t: dict[float, list] = defaultdict(list)
     for gain, f, r in family:
         by_t[float(params_of(r)["threshold"])].append((gain, f, r))
@@ -84,23 +114,7 @@ def at_equal_share(cell: Cell, ref: Reference, runs: list[dict], baselines: list
         return cell
     w = 0.0 if fa == fb else (math.log(fa) - math.log(share)) / (math.log(fa) - math.log(fb))
     t_star = math.exp(math.log(ta) + w * (math.log(tb) - math.log(ta)))
-    seeds_a = {r["config"].get("seed"): (g, r) for g, _, r in by_t[ta]}
-    seeds_b = {r["config"].get("seed"): (g, r) for g, _, r in by_t[tb]}
-    loss = ref.metric == "top1_loss"
-    for seed in sorted(set(seeds_a) & set(seeds_b), key=str):
-        (ga, ra), (gb, rb) = seeds_a[seed], seeds_b[seed]
-        gap = (1 - w) * ga + w * gb
-        gap_terms = [(1 - w, ra, partner_of[ra["run_id"]]), (w, rb, partner_of[rb["run_id"]])]
-        if loss:
-            cell.values.append(-gap)
-            cell.backing.append(gap_terms)
-        else:
-            cell.values.append((1 - w) * percent(ra["metrics"]["top1"]) + w * percent(rb["metrics"]["top1"]))
-            cell.backing.append([(1 - w, ra, None), (w, rb, None)])
-            cell.gap_values.append(gap)
-            cell.gap_backing.append(gap_terms)
-        cell.records.append(ra)
-        cell.run_ids += [ra["run_id"], rb["run_id"]]
+    _interpolate_seeds(cell, ref, by_t[ta], by_t[tb], w, partner_of)
     if not cell.values:
         cell.untestable = f"the thresholds that bracket the paper's share (T={ta:g}, T={tb:g}) share no seed"
         return cell
