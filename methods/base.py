@@ -49,6 +49,9 @@ class Method(ABC):
     # the paper tables leave records of an older version out. Version 1 is implicit: records made before
     # versions existed are version 1.
     version: ClassVar[int] = 1
+    # The family the harness asks about (commbench.methods.registry.members): "threshold" (WGT, BGT, QGT),
+    # "all-reduce baseline" (fp32, fp16, bf16: what counts as the strongest baseline), or None.
+    family: ClassVar[str | None] = None
     Params: ClassVar[type] = NoParams
     extra_metrics: ClassVar[tuple[str, ...]] = ()  # ledger extras the run record reports (e.g. paper_bytes)
     # where a parameter's default comes from, where it is more than the method's choice (a paper, the authors'
@@ -66,6 +69,25 @@ class Method(ABC):
         self.names = list(self.workers[0].params)
         self.ema = ema  # averaging decay for methods that evaluate their own global weights (see eval_weights)
         self.times: dict[str, float] = {}  # seconds per phase of the exchange, summed over steps (see timed)
+
+    def __init_subclass__(cls, **kwargs):
+        """A built-in method's class (``commbench.methods.catalog`` names it) takes the metadata its body leaves
+        unset (version, family, summary) from the catalog, which holds them without torch."""
+        super().__init_subclass__(**kwargs)
+        from .catalog import FIELDS, by_source
+
+        entry = by_source(f"{cls.__module__}:{cls.__qualname__}")
+        if entry is not None:
+            for attr in FIELDS:
+                owner = next((k for k in cls.__mro__ if attr in vars(k)), None)
+                if owner is None or owner is Method:
+                    setattr(cls, attr, getattr(entry, attr))
+
+    @classmethod
+    def params_from(cls, method_params: Mapping[str, object]):
+        """This method's ``Params`` from a configuration's ``method_params`` (name -> value): the one way a
+        method's parameters are built from a config (``registry.params_for(name, method_params)``)."""
+        return cls.Params(**dict(method_params))
 
     # -- parameter servers and global weights (methods whose workers' weights are not the global ones) -------
     has_global_weights: bool = False  # True: evaluate eval_weights(), which the method averages itself
@@ -206,17 +228,6 @@ class Method(ABC):
             out[n] = flat[offset:offset + numel].view_as(like[n])
             offset += numel
         return out
-
-    @staticmethod
-    def per_worker(gathered: Sequence[list[torch.Tensor]], decode) -> list:
-        """``decode(payloads)`` for each local worker's view of an allgather. Under sim every worker holds
-        the very same list, so it is decoded once and shared; under dist there is one worker anyway."""
-        results, last, value = [], None, None
-        for payloads in gathered:
-            if payloads is not last:
-                value, last = decode(payloads), payloads
-            results.append(value)
-        return results
 
     def state_dict(self) -> dict:
         """Method state that a checkpoint must keep (residuals, delayed weights, ...)."""

@@ -26,10 +26,11 @@ from typing import Callable
 
 import torch
 
-from .base import Method
+from .codecs import fused_ternary
 from .codecs.bits import TRIT_PACKINGS, as_bytes, from_bytes
-from .codecs.fused_ternary import TernaryCodec
+from .codecs.fused_ternary import TernaryCodec, offsets_of
 from .codecs.ternary import mix_seed
+from .kit import Compressor, KitMethod
 from .terngrad_ps import TernaryExchange, TernaryServerRole
 
 TOPOLOGIES = ("allgather", "ps")
@@ -99,13 +100,85 @@ def mean_of_levels(levels: torch.Tensor, shared: torch.Tensor, sizes: torch.Tens
     return levels.float().mul_(torch.repeat_interleave(shared / workers, sizes))
 
 
+def kept_float(params: TernGradParams, numel: dict[str, int]) -> set[str]:
+    """The tensors TernGrad leaves in float32: fewer than ``min_size`` elements, and with ``float_last_layer``
+    the last module's (the official code's defaults; its LeNet/CIFAR scripts ternarize all)."""
+    floats = {n for n, k in numel.items() if k < params.min_size}
+    return floats | last_layer(list(numel)) if params.float_last_layer else floats
+
+
 def last_layer(names: list[str]) -> set[str]:
     """The tensors of the last module (its weight and bias): same prefix as the last parameter."""
     prefix = names[-1].rsplit(".", 1)[0]
     return {n for n in names if n.rsplit(".", 1)[0] == prefix}
 
 
-class TernGrad(Method):
+class TernaryCompressor(Compressor):
+    """TernGrad's steps for one worker's group: clip at c sigma, take each tensor's scaler (or one for the
+    group, ``layerwise=False``), share the scalers as the workers' max (Eq. 4) where asked, draw each tensor's
+    Bernoulli trits from its own (seed, step, tensor) stream and pack them (one fused pass,
+    :class:`methods.codecs.fused_ternary.TernaryCodec`). The average: with shared scalers the integer level sum x
+    s / N; without, each worker's s_i x trits_i added in rank order (its scalers travel at its payload's head).
+    Tensors under ``min_size`` elements and, with ``float_last_layer``, the last module's travel as float32."""
+
+    unbiased = "the input clipped at c sigma (the scaler's bound)"
+    claims = {"unbiased": "Eq. 3: E[s_t * b_t] = clip(g_t) (unbiased for the clipped gradient)"}
+
+    def __init__(self, params: TernGradParams, shapes, device="cpu"):
+        self.floats = kept_float(params, {n: s.numel() for n, s in shapes.items()})
+        super().__init__(params, shapes, device)
+        self.pack, self.unpack, _ = TRIT_PACKINGS[params.packing]
+        self.codec = TernaryCodec(params.clip, params.scaler, params.packing, params.layerwise, params.clip_bound)
+        sizes = {n: shapes[n].numel() for n in self.index}
+        self.largest = max(sizes, key=sizes.get) if sizes else None  # Figure 4(c)'s tensor (AlexNet's fc6)
+        self.decoded: dict[str, torch.Tensor] = {}  # per group (its first tensor): where its average is decoded
+
+    def warm_up(self):
+        fused_ternary.warm_up(self.codec.packing)
+
+    def compresses(self, name):
+        return name not in self.floats
+
+    def agreement(self, group, flat):
+        offsets, bounds, own = self.codec.scalers(flat, group.sizes)
+        return (offsets, bounds, own), (own if self.params.scaler_sharing else None)
+
+    def encode(self, group, flat, local, shared, sender):
+        offsets, bounds, own = local
+        keys = [mix_seed(sender.seed, group.step, j) for j in group.indices]
+        bounds = self.codec.bounds_under(bounds, shared, len(group.names))
+        count = group.names.index(self.largest) if self.largest in group.names else None
+        packed, zeros = self.codec.encode(flat, offsets, bounds, own if shared is None else shared, keys, count)
+        if count is not None:  # Figure 4(c): the zero trits of the largest ternarized tensor
+            sender.ledger.add_extra("zero_trits_largest", sender.rank, float(zeros[count]))
+            sender.ledger.add_extra("trits_largest", sender.rank, float(group.sizes[count]))
+        # the scalers come back on the CPU (computed there), the trits where the gradient is: on a GPU the payload
+        # is built on the GPU (GRACE's unshared scalers once failed there)
+        return packed if shared is not None else torch.cat([as_bytes(own.to(packed.device)), packed])
+
+    def _scalers(self, group) -> int:
+        return len(group.sizes) if self.params.layerwise else 1
+
+    def payload_bytes(self, group, sent=None):
+        """The packed trits (2 bits each, or 5 to a byte in base 3), behind the worker's float32 scalers where
+        they are not shared."""
+        packed = TRIT_PACKINGS[self.params.packing][2](group.numel)
+        return packed + (0 if self.params.scaler_sharing else 4 * self._scalers(group))
+
+    def agreement_bytes(self, group):
+        return 4 * self._scalers(group) if self.params.scaler_sharing else 0  # the scalers, before the trits
+
+    def decode(self, group, payloads, shared):
+        if shared is not None:  # one output buffer per group, reused every step: the step consumes it first
+            mean = self.codec.decode(payloads, group.numel, offsets_of(group.sizes), shared,
+                                     self.decoded.get(group.names[0]))
+            self.decoded[group.names[0]] = mean
+            return mean
+        sizes = torch.tensor(group.sizes if self.params.layerwise else [group.numel], device=payloads[0].device)
+        return mean_of_trits(payloads, None, sizes, self.unpack)
+
+
+class TernGrad(KitMethod):
     name = "terngrad"
     summary = "TernGrad: stochastic ternary gradients with scaler sharing, packed 2 bits (or 1.6 bits) each"
     Params = TernGradParams
@@ -118,10 +191,6 @@ class TernGrad(Method):
     # Figure 4(c): how many of the largest layer's gradients (AlexNet's fc6) are ternarized to zero; summed over
     # workers and steps, their ratio is the average share
     extra_metrics = ("zero_trits_largest", "trits_largest")
-
-    @classmethod
-    def replicas_agree(cls, params) -> bool:
-        return True  # every worker applies the same exchanged update
 
     @classmethod
     def can_bucket(cls, params) -> bool:
@@ -154,11 +223,8 @@ class TernGrad(Method):
     @staticmethod
     def split_names(params: TernGradParams, tensors: dict[str, torch.Tensor]) -> tuple[list[str], list[str]]:
         """(ternarized, float32) tensor names, in parameter order."""
-        names = list(tensors)
-        floats = {n for n in names if tensors[n].numel() < params.min_size}
-        if params.float_last_layer:
-            floats |= last_layer(names)
-        return [n for n in names if n not in floats], [n for n in names if n in floats]
+        floats = kept_float(params, {n: t.numel() for n, t in tensors.items()})
+        return [n for n in tensors if n not in floats], [n for n in tensors if n in floats]
 
     @classmethod
     def exchange_for(cls, comm, params: TernGradParams, tensors: dict[str, torch.Tensor]) -> TernaryExchange:
@@ -168,123 +234,42 @@ class TernGrad(Method):
         return TernaryExchange(comm, {n: t.numel() for n, t in tensors.items()}, tern, pack, unpack, packed_size,
                                device)
 
+    compressor = TernaryCompressor
+
+    @classmethod
+    def decay_before_exchange(cls, params) -> bool:
+        return params.wd_in_grad  # the official code ternarizes g + wd w
+
     def __init__(self, comm, workers, params, weight_decay, **kwargs):
         super().__init__(comm, workers, params, weight_decay, **kwargs)
-        shapes = {n: t.shape for n, t in self.workers[0].params.items()}
-        self.tern_names, self.float_names = self.split_names(params, self.workers[0].params)
-        self.exchange = self.exchange_for(comm, params, self.workers[0].params) if params.topology == "ps" else None
-        self.sizes = [shapes[n].numel() for n in self.tern_names]
+        codec = self.exchange.compressor
+        self.tern_names = [n for n in self.names if n in codec.index]
+        self.float_names = [n for n in self.names if n not in codec.index]
+        self.exchange_ps = self.exchange_for(comm, params, self.workers[0].params) if params.topology == "ps" \
+            else None
+        self.sizes = [self.workers[0].params[n].numel() for n in self.tern_names]
         self.n_tern = sum(self.sizes)
-        self.pack, self.unpack, _ = TRIT_PACKINGS[params.packing]
-        device = next(iter(self.workers[0].params.values())).device
-        self.sizes_t = torch.tensor(self.sizes if params.layerwise else [self.n_tern], device=device)
-        self.decoded: dict[str, torch.Tensor] = {}  # per bucket (its first tensor): where its average is decoded
-        self.index = {n: j for j, n in enumerate(self.tern_names)}  # a tensor's own random stream: (seed, step, j)
-        self.largest_name = self.tern_names[max(range(len(self.sizes)), key=self.sizes.__getitem__)] \
-            if self.sizes else None
-        self.codec = TernaryCodec(params.clip, params.scaler, params.packing, params.layerwise, params.clip_bound)
-
-    def average(self, payloads: list[torch.Tensor], shared: torch.Tensor | None) -> torch.Tensor:
-        return mean_of_trits(payloads, shared, self.sizes_t, self.unpack)
-
-    # -- one group of tensors (a bucket, or the whole gradient) ----------------------------------------------
-    def begin_bucket(self, names, grads, step):
-        """The group's ternarized tensors: clip and scale, share the scalers (a small blocking all-gather), draw
-        each tensor's trits from its own (seed, step, tensor) stream, pack (one fused pass) and start the
-        all-gather; its float tensors start an all-reduce. The trits of a tensor and the average do not depend on
-        how the tensors are grouped."""
-        p = self.params
-        tern = [n for n in names if n in self.index]
-        floats = [n for n in names if n not in self.index]
-        sizes = [self.sizes[self.index[n]] for n in tern]
-        with self.timed("encode"):
-            if p.wd_in_grad:
-                grads = [self.add_weight_decay(w, {n: g[n] for n in names}) for w, g in zip(self.workers, grads)]
-            flats = [self.flatten(g, tern) for g in grads] if tern else []
-            prepared = [self.codec.scalers(f, sizes) for f in flats]
-        shared = None
-        if tern and p.scaler_sharing:
-            with self.timed("wait"):
-                everyone = self.comm.allgather([scales for _, _, scales in prepared], same_size=True)
-            shared = torch.stack(everyone[0]).amax(dim=0)
-        with self.timed("encode"):
-            payloads = []
-            count = tern.index(self.largest_name) if self.largest_name in tern else None
-            for w, flat, (offsets, bounds, own) in zip(self.workers, flats, prepared):
-                keys = [mix_seed(w.seed, step, self.index[n]) for n in tern]
-                bounds = self.codec.bounds_under(bounds, shared, len(tern))
-                packed, zeros = self.codec.encode(flat, offsets, bounds, own if shared is None else shared, keys, count)
-                if count is not None:  # Figure 4(c): the zero trits of the largest ternarized tensor
-                    self.comm.ledger.add_extra("zero_trits_largest", w.rank, float(zeros[count]))
-                    self.comm.ledger.add_extra("trits_largest", w.rank, float(sizes[count]))
-                # the scalers come back on the CPU (computed there), the trits where the gradient is: on a GPU
-                # the payload is built on the GPU (GRACE's unshared scalers once failed there)
-                payloads.append(packed if shared is not None else torch.cat([as_bytes(own.to(packed.device)), packed]))
-        gathered = self.comm.allgather_async(payloads, same_size=True) if tern else None
-        summed = self.comm.allreduce_async([self.flatten(g, floats) for g in grads]) if floats else None
-        offsets = prepared[0][0] if prepared else None
-        return tern, floats, shared, sizes, offsets, gathered, summed
-
-    def finish_step(self, pending, grads, lr, step):
-        n = self.comm.world_size
-        out = [{} for _ in self.workers]
-        for tern, floats, shared, sizes, offsets, gathered, summed in pending:
-            if gathered is not None:
-                with self.timed("wait"):
-                    everyone = gathered.wait()
-                with self.timed("decode"):
-                    if shared is not None:
-                        # one output buffer per bucket, reused every step: the step consumes it before the next
-                        buffer = self.decoded.get(tern[0])
-                        means = self.per_worker(everyone, lambda pay: self.codec.decode(pay, sum(sizes), offsets,
-                                                                                        shared, buffer))
-                        self.decoded[tern[0]] = means[0]
-                    else:
-                        scaler_sizes = torch.tensor(sizes if self.params.layerwise else [sum(sizes)],
-                                                    device=self.sizes_t.device)  # beside the payloads (a GPU's)
-                        means = self.per_worker(everyone, lambda pay: mean_of_trits(pay, None, scaler_sizes,
-                                                                                    self.unpack))
-                    for o, mean, g in zip(out, means, grads):
-                        o.update(self.unflatten(mean, g, tern))
-            if summed is not None:
-                with self.timed("wait"):
-                    totals = summed.wait()
-                with self.timed("decode"):
-                    for o, total, g in zip(out, totals, grads):
-                        o.update(self.unflatten(total / n, g, floats))
-        with self.timed("update"):
-            for worker, o in zip(self.workers, out):
-                if not self.params.wd_in_grad:
-                    o = self.add_weight_decay(worker, o)
-                self.apply_update(worker, o, lr)
+        self.sizes_t = torch.tensor(self.sizes if params.layerwise else [self.n_tern],
+                                    device=next(iter(self.workers[0].params.values())).device)
 
     def step(self, grads, lr, step):
         """After backward: the whole gradient as one group (in parameter order), or the parameter server's push
         and pull."""
-        if self.exchange is None:
-            self.finish_step([self.begin_bucket(self.names, grads, step)], grads, lr, step)
+        if self.exchange_ps is None:
+            super().step(grads, lr, step)
             return
-        p, n = self.params, self.comm.world_size
+        p, n, codec = self.params, self.comm.world_size, self.exchange.compressor
         with self.timed("encode"):
             if p.wd_in_grad:
                 grads = [self.add_weight_decay(w, g) for w, g in zip(self.workers, grads)]
             flats = [self.flatten(g, self.tern_names) for g in grads]
-            prepared = [self.codec.scalers(f, self.sizes) for f in flats]
+            prepared = [codec.codec.scalers(f, self.sizes) for f in flats]
         with self.timed("wait"):
             everyone = self.comm.allgather([scales for _, _, scales in prepared], same_size=True)
         shared = torch.stack(everyone[0]).amax(dim=0)  # topology ps needs scaler sharing (TernGradParams)
         with self.timed("encode"):
-            trits_of = []
-            for w, flat, (offsets, bounds, _) in zip(self.workers, flats, prepared):
-                keys = [mix_seed(w.seed, step, j) for j in range(len(self.tern_names))]
-                bounds = self.codec.bounds_under(bounds, shared, len(self.tern_names))
-                trits = self.codec.trits(flat, offsets, bounds, shared, keys)
-                if self.largest_name is not None:
-                    j = self.index[self.largest_name]
-                    largest = trits[int(offsets[j]):int(offsets[j + 1])]
-                    self.comm.ledger.add_extra("zero_trits_largest", w.rank, float((largest == 0).sum()))
-                    self.comm.ledger.add_extra("trits_largest", w.rank, float(largest.numel()))
-                trits_of.append(trits)
+            trits_of = [self._trits(w, flat, offsets, bounds, shared, step)
+                        for w, flat, (offsets, bounds, _) in zip(self.workers, flats, prepared)]
         with self.timed("wait"):
             means, sums = self.push_and_pull(grads, trits_of, shared)
         with self.timed("update"):
@@ -298,16 +283,30 @@ class TernGrad(Method):
                     out = self.add_weight_decay(worker, out)
                 self.apply_update(worker, out, lr)
 
+    def _trits(self, worker, flat, offsets, bounds, shared, step) -> torch.Tensor:
+        """A worker's unpacked trits for the servers (the parameter server cuts the vector itself), counting the
+        largest tensor's zeros as the all-gather path does."""
+        codec = self.exchange.compressor
+        keys = [mix_seed(worker.seed, step, j) for j in range(len(self.tern_names))]
+        bounds = codec.codec.bounds_under(bounds, shared, len(self.tern_names))
+        trits = codec.codec.trits(flat, offsets, bounds, shared, keys)
+        if codec.largest is not None:
+            j = codec.index[codec.largest]
+            largest = trits[int(offsets[j]):int(offsets[j + 1])]
+            self.comm.ledger.add_extra("zero_trits_largest", worker.rank, float((largest == 0).sum()))
+            self.comm.ledger.add_extra("trits_largest", worker.rank, float(largest.numel()))
+        return trits
+
     def push_and_pull(self, grads, trits_of, shared):
         """The ps topology: every local worker pushes, the local servers (all of them under sim) sum and answer,
         every local worker pulls its levels; returns each worker's mean of the ternarized tensors (flat) and the
         float tensors' sums (flat), as the all-gather path does."""
         for worker, g, trits in zip(self.workers, grads, trits_of):
-            self.exchange.push(worker.rank, trits, {n: g[n] for n in self.float_names})
-        self.exchange.serve_step(self.comm.local_servers)
+            self.exchange_ps.push(worker.rank, trits, {n: g[n] for n in self.float_names})
+        self.exchange_ps.serve_step(self.comm.local_servers)
         means, sums = [], []
         for worker in self.workers:
-            levels, floats = self.exchange.pull(worker.rank)
+            levels, floats = self.exchange_ps.pull(worker.rank)
             means.append(mean_of_levels(levels, shared, self.sizes_t, self.comm.world_size) if self.n_tern else None)
             sums.append(torch.cat([floats[n] for n in self.float_names]) if self.float_names else None)
         return means, sums

@@ -20,12 +20,13 @@ Caffe's solver does.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 
-from .base import Method
-from .codecs import sparse
+from .codecs import fused_threshold, sparse
 from .codecs.fused_threshold import add_into, encode_into, select  # noqa: F401 (select: the torch reference)
+from .kit import Compressor, KitMethod, Residual
 
 
 @dataclass(frozen=True)
@@ -37,109 +38,77 @@ class ThresholdParams:
             raise ValueError(f"threshold must be > 0, got {self.threshold}")
 
 
-class Threshold(Method):
-    kind: str
-    Params = ThresholdParams
-    extra_metrics = ("paper_bytes",)
+class ThresholdCompressor(Compressor):
+    """One worker's group: its share of the mean, g / N, added to its residual; the elements whose accumulated
+    magnitude reaches T sent in the rule's wire format (:mod:`methods.codecs.sparse`: sparse or bitmap, whichever
+    is smaller), the rest kept (one fused pass, :func:`methods.codecs.fused_threshold.encode_into`). The average
+    is the sum of the workers' sent values, added in rank order (each already sent its share)."""
 
-    @classmethod
-    def replicas_agree(cls, params) -> bool:
-        return True  # every worker applies the same exchanged update
+    same_size = False  # each worker sends what crossed T: a variable-size all-gather
+    claims = {"residual": "sent + residual = accumulated gradient (Sec. 2.1)"}
+    kind: ClassVar[str]
 
-    def __init__(self, comm, workers, params, weight_decay, **kwargs):
-        super().__init__(comm, workers, params, weight_decay, **kwargs)
-        self.numel = sum(p.numel() for p in self.workers[0].params.values())
-        self.device = next(iter(self.workers[0].params.values())).device
-        self.residual = {w.rank: torch.zeros(self.numel, dtype=torch.float64, device=self.device)
-                         for w in self.workers}
-        # where each tensor's residual lies in the flat residual (parameter order)
-        self.at, offset = {}, 0
-        for name, t in self.workers[0].params.items():
-            self.at[name] = (offset, offset + t.numel())
-            offset += t.numel()
+    def contribution(self, flat, workers):
+        return flat / workers
 
-    @classmethod
-    def can_bucket(cls, params) -> bool:
-        return True  # every element is thresholded on its own residual
+    def warm_up(self):
+        fused_threshold.warm_up(self.kind)
 
-    def begin_bucket(self, names, grads, step):
-        """The bucket's elements: accumulate, select and keep the rest in the bucket's part of the residual, encode
-        the bucket's payload and start its all-gather (the sizes are exchanged first, as they vary)."""
-        n = self.comm.world_size
-        with self.timed("encode"):
-            numel = sum(self.at[k][1] - self.at[k][0] for k in names)
-            payloads = []
-            for w, g in zip(self.workers, grads):
-                residual = self.residual[w.rank]
-                acc = torch.cat([residual[slice(*self.at[k])] for k in names])
-                payloads.append(self._encode(w.rank, acc, self.flatten(g, names) / n, numel))
-                at = 0
-                for k in names:  # what was not sent waits in the residual
-                    lo, hi = self.at[k]
-                    residual[lo:hi].copy_(acc[at:at + hi - lo])
-                    at += hi - lo
-        with self.timed("wait"):  # the payload sizes are exchanged (blocking) before the payloads go out
-            return names, numel, self.comm.allgather_async(payloads)
-
-    def finish_step(self, pending, grads, lr, step):
-        out = [{} for _ in self.workers]
-        for names, numel, handle in pending:
-            with self.timed("wait"):
-                everyone = handle.wait()
-            with self.timed("decode"):
-                totals = self.per_worker(everyone, lambda payloads: self._aggregate(payloads, numel))
-                for o, total, g in zip(out, totals, grads):
-                    o.update(self.unflatten(total, g, names))
-        with self.timed("update"):
-            for worker, o in zip(self.workers, out):
-                self.apply_update(worker, self.add_weight_decay(worker, o), lr)
-
-    def _encode(self, rank: int, acc: torch.Tensor, contribution: torch.Tensor, numel: int) -> torch.Tensor:
-        """Accumulate into ``acc`` (float64, in place), select, keep the rest (one fused pass, the same numbers as
-        :func:`select`); return the wire payload."""
-        payload, sent = encode_into(self.kind, acc, contribution.contiguous(), self.params.threshold)
-        self.comm.ledger.add_extra("paper_bytes", rank, sparse.paper_bytes(self.kind, sent))
+    def encode_accumulated(self, group, acc, flat, local, shared, sender):
+        payload, sent = encode_into(self.kind, acc, flat.contiguous(), self.params.threshold)
+        sender.ledger.add_extra("paper_bytes", sender.rank, sparse.paper_bytes(self.kind, sent))
         return payload.to(acc.device)
 
-    def _aggregate(self, payloads: list[torch.Tensor], numel: int) -> torch.Tensor:
+    def encode(self, group, flat, local, shared, sender):
+        raise TypeError("the threshold rules keep what they do not send: they encode through their residual")
+
+    def payload_bytes(self, group, sent=None):
+        """An 8-byte header and the smaller of the two layouts for ``sent`` of the group's elements."""
+        return sparse.HEADER + min(sparse.body_bytes(self.kind, group.numel, sent or 0).values())
+
+    def decode(self, group, payloads, shared):
         """Sum of every worker's sent values, in rank order (float32, dense)."""
-        total = torch.zeros(numel, dtype=torch.float32, device=self.device)
+        total = torch.zeros(group.numel, dtype=torch.float32, device=self.device)
         for payload in payloads:
-            add_into(self.kind, payload, numel, self.params.threshold, total)
+            add_into(self.kind, payload, group.numel, self.params.threshold, total)
         return total
 
-    def step(self, grads, lr, step):
-        """After backward: the whole gradient as one payload per worker."""
-        n = self.comm.world_size
-        with self.timed("encode"):
-            payloads = [self._encode(w.rank, self.residual[w.rank], self.flatten(g) / n, self.numel)
-                        for w, g in zip(self.workers, grads)]
-        with self.timed("wait"):
-            everyone = self.comm.allgather(payloads)
-        with self.timed("decode"):
-            totals = self.per_worker(everyone, lambda payloads: self._aggregate(payloads, self.numel))
-        with self.timed("update"):
-            for worker, g, total in zip(self.workers, grads, totals):
-                self.apply_update(worker, self.add_weight_decay(worker, self.unflatten(total, g)), lr)
 
-    def state_dict(self):
-        return {"residual": {r: t.clone() for r, t in self.residual.items()}}
+class WGTCompressor(ThresholdCompressor):
+    kind = "wgt"
 
-    def load_state_dict(self, state):
-        for r, t in state["residual"].items():
-            self.residual[int(r)].copy_(t)
+
+class BGTCompressor(ThresholdCompressor):
+    kind = "bgt"
+
+
+class QGTCompressor(ThresholdCompressor):
+    kind = "qgt"
+
+
+class Threshold(KitMethod):
+    kind: str
+    family = "threshold"
+    Params = ThresholdParams
+    extra_metrics = ("paper_bytes",)
+    memory = Residual
+
+    @property
+    def residual(self) -> dict[int, torch.Tensor]:
+        """Each local worker's float64 residual, flat in parameter order."""
+        return self.exchange.memory.residual
 
 
 class WGT(Threshold):
-    name, kind = "wgt", "wgt"
+    name, kind, compressor = "wgt", "wgt", WGTCompressor
     summary = "whole gradient transfer: send accumulated values with |G| >= T (index + float32)"
 
 
 class BGT(Threshold):
-    name, kind = "bgt", "bgt"
+    name, kind, compressor = "bgt", "bgt", BGTCompressor
     summary = "binarized gradient transfer: send sign * T where |G| >= T (31-bit index + sign)"
 
 
 class QGT(Threshold):
-    name, kind = "qgt", "qgt"
+    name, kind, compressor = "qgt", "qgt", QGTCompressor
     summary = "quantized gradient transfer: send sign * floor(|G|/T) * T, multiple capped at 255 (index + sign + uint8)"

@@ -32,10 +32,10 @@ from commbench.analysis.figure_style import (LINESTYLES, MARKERS, REFERENCE, fre
                                              legend_key, legend_outside, method_color, place_labels,
                                              readable_log_ticks, value_ticks, variant_styles)
 from commbench.analysis.table import not_timed_alone
+from commbench.methods import registry
 from commbench.store.safe_io import ensure_folder, output_root, write_with
 from commbench.store.records import Status, iter_records, timed_on_one_device
 
-THRESHOLD_METHODS = ("wgt", "bgt", "qgt")
 TOP1 = "top-1 accuracy (fraction of the test set)"  # one unit everywhere: the records' own
 # how a fixed setting appears in a file name: column -> prefix (in this order)
 NAME_PARTS = (("dataset", ""), ("workers", "w"), ("backend", ""), ("global_batch", "b"), ("batch_per_worker", "pw"),
@@ -119,15 +119,17 @@ def _mean_lines(ax, data: pd.DataFrame, x: str, y: str, styles: dict, line: str 
 def _accuracy_vs_bytes(ax, frame: pd.DataFrame) -> bool:
     """The threshold sweeps: per method the mean of each threshold's runs, joined in order of bytes, each point
     labelled with its threshold (placed so that no label covers another), and the fp32 baseline's point."""
-    swept = frame[frame["method"].isin(THRESHOLD_METHODS)]
+    threshold_methods = registry.members(registry.THRESHOLD)
+    swept = frame[frame["method"].isin(threshold_methods)]
     if len(swept) < 2 or swept.groupby("method")["threshold"].nunique().max() < 2:  # one threshold is no sweep
         return False
     labels, lines = [], []
     for method, runs in swept.groupby("method", sort=True):
         points = runs.groupby("threshold", dropna=False)[["gb_sent", "top1"]].mean().sort_values("gb_sent")
         color = method_color(method)
-        ax.plot(points["gb_sent"], points["top1"], color=color, marker=MARKERS[THRESHOLD_METHODS.index(method)],
-                lw=1.2, ms=5, label=f"{method} ({len(runs)} runs)")
+        marker = MARKERS[threshold_methods.index(method) % len(MARKERS)]
+        ax.plot(points["gb_sent"], points["top1"], color=color, marker=marker, lw=1.2, ms=5,
+                label=f"{method} ({len(runs)} runs)")
         lines.append((points["gb_sent"].to_numpy(), points["top1"].to_numpy()))
         labels += [(row["gb_sent"], row["top1"], f"{threshold:g}", color)
                    for threshold, row in points.iterrows() if not pd.isna(threshold)]
@@ -451,7 +453,8 @@ FIGURES = [
 PAPER_FIGURES = [
     Figure("accuracy-vs-bytes", "Accuracy vs bytes sent (threshold paper Figs. 3, 5, 7)",
            ("task", "dataset", "workers", "backend", "steps", "global_batch", "optimizer", "net"),
-           lambda f: _real_data(f)[lambda d: d["method"].isin(THRESHOLD_METHODS + ("baseline",))], _accuracy_vs_bytes),
+           lambda f: _real_data(f)[lambda d: d["method"].isin(registry.members(registry.THRESHOLD) + ("baseline",))],
+           _accuracy_vs_bytes),
     Figure("accuracy-vs-workers", "Accuracy vs workers (TernGrad Fig. 3)",
            ("task", "dataset", "steps", "global_batch", "optimizer", "recipe", "net"),
            lambda f: _real_data(f)[lambda d: d["method"].isin(("baseline", "terngrad"))], _accuracy_vs_workers),

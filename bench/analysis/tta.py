@@ -20,8 +20,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-# the all-reduce arms a method must beat: what people run instead of compressing
-STRONG_BASELINES = ("baseline", "fp16", "bf16")
+from commbench.methods import registry
+
+# the all-reduce arms a method must beat, what people run instead of compressing: the methods of the registry's
+# "all-reduce baseline" family (a method's ``family`` class attribute), asked of the registry at each use
+STRONG_BASELINES = registry.Members(registry.ALLREDUCE_BASELINE)
 LEVEL = 0.95
 
 
@@ -50,8 +53,9 @@ class Arm:
 def strongest(arms: list[Arm], cpu: str | None = None) -> Arm | None:
     """The fp32, fp16 or bf16 all-reduce arm with the lowest mean time to target (every run reached it); given
     ``cpu``, among the arms measured on that CPU alone."""
-    candidates = [a for a in arms if a.method in STRONG_BASELINES and a.all_reached and (cpu is None or a.cpu == cpu)]
-    return min(candidates, key=lambda a: (a.mean, STRONG_BASELINES.index(a.method)), default=None)
+    strong = registry.members(registry.ALLREDUCE_BASELINE)
+    candidates = [a for a in arms if a.method in strong and a.all_reached and (cpu is None or a.cpu == cpu)]
+    return min(candidates, key=lambda a: (a.mean, strong.index(a.method)), default=None)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from commbench.config import (SETTING, ConfigError, ascii_float, ascii_int, desc
 from commbench.config.grid import GRIDS_DIR
 from commbench.analysis.papers.reference import PAPERS
 from commbench.config.parsers import output_file, output_folder
+from commbench.methods.registry import MethodRegistryError
 from commbench.store.safe_io import UnsafePath
 from commbench.cli import model as model_command
 from commbench.cli import status as status_command
@@ -52,6 +53,7 @@ def build_parser() -> Parser:
     model_command.add_parser(sub)
     _add_data_command(sub)
     _add_list_command(sub)
+    _add_compressors_command(sub)
     return p
 
 
@@ -177,6 +179,20 @@ def _add_list_command(sub) -> None:
     """``list``: tasks, methods, grids."""
     lst = sub.add_parser("list", help="tasks, methods or grids")
     lst.add_argument("what", choices=["tasks", "methods", "grids"], help="what to list")
+
+
+def _add_compressors_command(sub) -> None:
+    """``compressors``: the contract report of the kit methods' compressors."""
+    comp = sub.add_parser("compressors", help="check each kit method's compressor against what it declares: bias, "
+                                              "variance, linearity, bytes, error feedback, speed")
+    comp.add_argument("--method", metavar="NAME", help="one method (default: every registered kit method)")
+    comp.add_argument("--set", action="append", default=[], metavar="method.KEY=VALUE",
+                      help="a parameter of --method (default: the method's own defaults)")
+    comp.add_argument("--task", default="lenet-mnist", help="whose real gradients (default: %(default)s)")
+    comp.add_argument("--dataset", default="synthetic", help="the task's data set (default: %(default)s)")
+    comp.add_argument("--data-root", default="data", help="where the data set is (default: %(default)s)")
+    comp.add_argument("--format", choices=["md", "csv"], default="md",
+                      help="md: a table to read; csv: plain numbers (default: %(default)s)")
 
 
 def results_option(parser: argparse.ArgumentParser, alias: bool = True, papers: bool = False) -> None:
@@ -430,13 +446,17 @@ def cmd_list(args) -> int:
         print("any task: --set model.timm=NAME trains timm's model NAME on the task's data and recipe in place of its "
               "own network (timm.list_models() names them; the paper tables never match such runs)")
     elif args.what == "methods":
-        from commbench.methods import METHODS, param_fields
+        from commbench.methods import param_fields, registry
+        from commbench.methods.catalog import CATALOG
 
         from commbench.config import method_param_types
 
-        for m in METHODS.values():
-            defaults, types = m.Params(), method_param_types(m.name)
-            print(f"{m.name:10s} {m.summary}")
+        for name in registry.names():  # the built-ins, then a user's (entry points, COMMBENCH_METHODS)
+            m = registry.get(name)
+            defaults, types = m.Params(), method_param_types(name)
+            print(f"{name:10s} {m.summary}")
+            if name not in CATALOG or registry.source_of(name) != CATALOG[name].source:
+                print(f"    from {registry.source_of(name)}")
             for n in param_fields(m.Params):  # name, type and default: what --set method.NAME=VALUE takes
                 print(f"    method.{n:20s} {getattr(types[n], '__name__', str(types[n])):6s} default "
                       f"{getattr(defaults, n)!r}")
@@ -448,9 +468,27 @@ def cmd_list(args) -> int:
     return 0
 
 
+def cmd_compressors(args) -> int:
+    from commbench.analysis.contract import render, report
+    from commbench.tasks import TASKS, DataUnavailable
+
+    if args.task not in TASKS:
+        raise ConfigError(f"--task {args.task}: unknown (known: {', '.join(TASKS)})")
+    if args.dataset not in TASKS[args.task].datasets:
+        raise ConfigError(f"--dataset {args.dataset}: not one {args.task} takes "
+                          f"({', '.join(TASKS[args.task].datasets)})")
+    SETTING["data_root"].parse("--data-root", args.data_root)  # a folder, not a file or a system one
+    try:
+        rows, given = report(args.method, parse_set(args.set), args.task, args.dataset, args.data_root)
+    except DataUnavailable as exc:
+        raise ConfigError(f"--dataset {args.dataset}: {str(exc).splitlines()[0]}") from None
+    sys.stdout.write(render(rows, given, args.format))
+    return 1 if any(r.failures for r in rows) else 0  # a check in CI: a broken promise fails it
+
+
 COMMANDS = {"run": cmd_run, "sweep": cmd_sweep, "status": status_command.run, "table": cmd_table,
             "compare": cmd_compare, "plot": cmd_plot, "report": cmd_report, "model": model_command.run,
-            "data": cmd_data, "list": cmd_list}
+            "data": cmd_data, "list": cmd_list, "compressors": cmd_compressors}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -458,6 +496,8 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         return COMMANDS[args.command](args)
     except (ConfigError, UnsafePath) as exc:  # bad input, or a path commbench refuses to write through
+        raise BadInput(str(exc)) from None
+    except MethodRegistryError as exc:  # a user's method that does not load, or takes a name already taken
         raise BadInput(str(exc)) from None
     except BrokenPipeError:  # `commbench status | head`: the reader has what it wanted
         devnull = os.open(os.devnull, os.O_WRONLY)

@@ -154,7 +154,8 @@ def _method(cfg: dict) -> str:
     """The method with the parameters that tell its runs apart, compactly: ``wgt(threshold=0.005)``. Those the run
     set itself (a grid axis or base, --set), as the table's params column; where the configuration does not say
     (no sources), those other than the method's defaults."""
-    from commbench.methods import METHODS
+    from commbench.methods import registry
+    from commbench.methods.registry import UnknownMethod
 
     method, params = cfg.get("method"), cfg.get("method_params") or {}
     sources = cfg.get("sources")
@@ -162,8 +163,8 @@ def _method(cfg: dict) -> str:
         chosen = {k: v for k, v in params.items() if str(sources.get(f"method.{k}", "")).startswith("set by user")}
     else:
         try:
-            defaults = vars(METHODS[method].Params())
-        except (KeyError, TypeError, ValueError):  # a method this code no longer knows: every parameter
+            defaults = vars(registry.get(method).Params())
+        except (UnknownMethod, TypeError):  # a method this code no longer knows: every parameter
             defaults = {}
         chosen = {k: v for k, v in params.items() if k not in defaults or defaults[k] != v}
     return f"{method}({','.join(f'{k}={v}' for k, v in sorted(chosen.items()))})" if chosen else str(method)

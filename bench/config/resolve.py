@@ -13,7 +13,8 @@ from commbench.config.parsers import boolean, clipped, identifier, integer, numb
 from commbench.config.runconfig import RunConfig
 from commbench.config.settings import GENERIC, KEYS, SETTINGS
 from commbench.config.userfiles import load_yaml
-from commbench.methods import METHODS, param_fields
+from commbench.methods import param_fields, registry
+from commbench.methods.registry import MethodRegistryError, UnknownMethod
 from commbench.tasks import TASKS
 
 
@@ -32,8 +33,20 @@ def parse_set(items: list[str]) -> dict[str, Any]:
     return out
 
 
+def method_class(name: Any) -> type:
+    """The method registered as ``name`` (built in, an entry point's, a ``COMMBENCH_METHODS`` module's), or
+    ConfigError: the registry's one unknown-name message (the known names, the nearest), or why a user's method
+    does not load (a name taken twice names both classes)."""
+    try:
+        return registry.get(name)
+    except UnknownMethod as exc:
+        raise ConfigError(f"method: {exc}") from None
+    except MethodRegistryError as exc:
+        raise ConfigError(str(exc)) from None
+
+
 def method_param_types(method: str) -> dict[str, Any]:
-    cls = METHODS[method].Params
+    cls = method_class(method).Params
     hints = typing.get_type_hints(cls)
     return {name: hints[name] for name in param_fields(cls)}
 
@@ -56,9 +69,10 @@ def check_names(settings: Mapping[str, Any]) -> None:
         if not isinstance(key, str) or (key not in KEYS and not key.startswith("method.")):
             raise ConfigError(f"unknown key {shown(key)}")
     # a mapping or list where a name belongs (an axis value {a: 1}) is no name; and it cannot be looked up
-    for key, names in (("task", TASKS), ("method", METHODS)):
-        if key in settings and (not isinstance(settings[key], str) or settings[key] not in names):
-            raise ConfigError(f"{key}: unknown {key} {shown(settings[key])} (known: {', '.join(names)})")
+    if "task" in settings and (not isinstance(settings["task"], str) or settings["task"] not in TASKS):
+        raise ConfigError(f"task: unknown task {shown(settings['task'])} (known: {', '.join(TASKS)})")
+    if "method" in settings:
+        method_class(settings["method"])
 
 
 def resolve(settings: Mapping[str, Any]) -> RunConfig:
@@ -99,7 +113,7 @@ def resolve(settings: Mapping[str, Any]) -> RunConfig:
     fields = _fields_of(values)
     fields.update(task=task.name, model_options=_model_options(values),
                   batch_per_worker=values["global_batch"] // values["workers"], method_params=method_params,
-                  method_version=METHODS[method].version, sources=sources,
+                  method_version=method_class(method).version, sources=sources,
                   overrides=_departures(task, recipe_name, tier, method, paper, values, sources))
     return RunConfig(**fields)
 
@@ -163,10 +177,10 @@ def _check_together(task, values: Mapping[str, Any]) -> None:
 
 def _exchange(method: str, params: dict, asked: str, layered: dict) -> str:
     """The exchange the run will do: overlapped (bucketed) only where the method can send buckets."""
-    spec = METHODS[method]
-    if asked == "overlapped" and not spec.can_bucket(spec.Params(**params)):
+    spec, method_params = method_class(method), registry.params_for(method, params)
+    if asked == "overlapped" and not spec.can_bucket(method_params):
         layered["exchange"] = ("after-backward", f"{layered['exchange'][1]}; after backward here: "
-                                                 f"{spec.why_not_bucketed(spec.Params(**params))}")
+                                                 f"{spec.why_not_bucketed(method_params)}")
         return "after-backward"
     return asked
 
@@ -231,11 +245,11 @@ def method_params_of(task, recipe_name: str, method: str, settings: Mapping[str,
                    steps: int | None = None) -> tuple[dict, dict]:
     """The method's parameters and their sources: its defaults (those that follow the run's ``steps``, where a
     run is being resolved), the task recipe's values for it, then the user's."""
-    types = method_param_types(method)
-    defaults = METHODS[method].Params()
+    types, cls = method_param_types(method), method_class(method)
+    defaults = cls.Params()
     params = {n: getattr(defaults, n) for n in types}
-    sources = {f"method.{n}": METHODS[method].param_sources.get(n, f"{method} default") for n in types}
-    run_defaults = METHODS[method].run_defaults(steps) if steps is not None else {}
+    sources = {f"method.{n}": cls.param_sources.get(n, f"{method} default") for n in types}
+    run_defaults = cls.run_defaults(steps) if steps is not None else {}
     for name, (value, source) in run_defaults.items():  # defaults that follow the run
         params[name], sources[f"method.{name}"] = value, source
     for key, c in task.method_overlay(recipe_name, method).items():
@@ -253,7 +267,7 @@ def method_params_of(task, recipe_name: str, method: str, settings: Mapping[str,
         params[name] = _coerce_method_param(method, key, types[name], v)
         sources[key] = "set by user"
     try:
-        METHODS[method].Params(**params)  # the method's own range checks
+        registry.params_for(method, params)  # the method's own range checks
     except (TypeError, ValueError) as exc:  # the Params messages begin with the parameter's name
         raise ConfigError(f"method.{exc} (method {method})") from None
     return params, sources
@@ -261,8 +275,7 @@ def method_params_of(task, recipe_name: str, method: str, settings: Mapping[str,
 
 def never_acts(cfg: RunConfig) -> str | None:
     """Why the run never does what its method is for (PowerSGD that never compresses), or None."""
-    method = METHODS[cfg.method]
-    return method.never_acts(method.Params(**cfg.method_params), cfg.steps)
+    return method_class(cfg.method).never_acts(registry.params_for(cfg.method, cfg.method_params), cfg.steps)
 
 
 def describe(cfg: RunConfig) -> str:

@@ -11,6 +11,7 @@ preemption) saves a checkpoint and requeues itself; the requeued job resumes fro
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import os
 import shlex
 import shutil
@@ -170,10 +171,37 @@ def _sort_out(runs: list[RunConfig], out: Path) -> tuple[list[RunConfig], list[t
 def setup_lines(code: CodeSnapshot) -> list[str]:
     """The frozen code comes first on the job's import path, the job knows its commit, and it writes nothing into
     its copy (no bytecode; numba's cache in its user's home). Every value is quoted for the shell: a results
-    folder's path may hold spaces, quotes or ``$(...)`` (a line break is refused before: no quoting carries it)."""
-    return [f"export {k}={shlex.quote(str(v))}" for k, v in code.environment().items() if k != "PYTHONPATH"] + [
+    folder's path may hold spaces, quotes or ``$(...)`` (a line break is refused before: no quoting carries it).
+    A user's methods load in the job as they did here (:func:`user_methods`)."""
+    env, folders = user_methods()
+    path = ":".join(shlex.quote(str(f)) for f in [code.path, *folders])
+    return [f"export {k}={shlex.quote(str(v))}" for k, v in {**code.environment(), **env}.items()
+            if k != "PYTHONPATH"] + [
         f"export NUMBA_CACHE_DIR={NUMBA_CACHE_SHELL}",
-        f"export PYTHONPATH={shlex.quote(str(code.path))}${{PYTHONPATH:+:$PYTHONPATH}}"]
+        f"export PYTHONPATH={path}${{PYTHONPATH:+:$PYTHONPATH}}"]
+
+
+def user_methods() -> tuple[dict[str, str], list[Path]]:
+    """What a job needs to load the user's methods this process loaded: ``COMMBENCH_METHODS`` as set here (a
+    cluster may start jobs without the submitter's environment), and the folders its modules were imported from
+    (the job runs in the code snapshot, where a relative PYTHONPATH entry finds nothing). Methods from entry
+    points need nothing: the job runs this Python, with its installed distributions."""
+    from commbench.methods.registry import ENV
+
+    modules = [m.strip() for m in os.environ.get(ENV, "").split(",") if m.strip()]
+    if not modules:
+        return {}, []
+    folders: list[Path] = []
+    for name in modules:
+        module = sys.modules.get(name) or importlib.import_module(name)  # loaded already, by the runs' resolve
+        file = getattr(module, "__file__", None)
+        if file:
+            path = Path(file).resolve()
+            root = path.parents[name.count(".") + (path.name == "__init__.py")]
+            no_control_characters(f"{ENV} module {name} in", str(root))
+            if root not in folders:
+                folders.append(root)
+    return {ENV: ",".join(modules)}, folders
 
 
 def wait(out: Path, run_ids: list[str], poll_s: float = 2.0, show_progress: bool = True) -> int:

@@ -8,7 +8,7 @@ import math
 import torch
 
 from commbench.config import RunConfig
-from commbench.methods import METHODS
+from commbench.methods import registry
 from commbench.methods.comm import Communicator
 
 
@@ -27,4 +27,4 @@ def final_totals(cfg: RunConfig, comm: Communicator) -> torch.Tensor:
     sent, received = ledger.total_sent(cfg.workers), ledger.total_received(cfg.workers)
     return comm.control_sum(torch.tensor(
         [sent, received, ledger.total_sent() - sent, ledger.total_received() - received,
-         *(ledger.total_extra(e) for e in METHODS[cfg.method].extra_metrics)], dtype=torch.float64))
+         *(ledger.total_extra(e) for e in registry.get(cfg.method).extra_metrics)], dtype=torch.float64))

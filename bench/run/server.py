@@ -7,7 +7,7 @@ from pathlib import Path
 import torch
 
 from commbench.config import RunConfig
-from commbench.methods import METHODS, Worker
+from commbench.methods import Worker, registry
 from commbench.methods.comm import Communicator
 from commbench.run.checkpoint import Checkpoints, on_device
 from commbench.run.devices import pick_device, set_threads
@@ -30,8 +30,7 @@ def serve(cfg: RunConfig, comm: Communicator, checkpoints: Checkpoints | None = 
     template = task.make_model(cfg.model_variant, data.num_classes, data.input_shape[0], cfg.model_options)
     template_device = pick_device(cfg, comm)
     template = template.to(template_device)
-    method_cls = METHODS[cfg.method]
-    params = method_cls.Params(**cfg.method_params)
+    method_cls, params = registry.get(cfg.method), registry.params_for(cfg.method, cfg.method_params)
     holder = Worker(-1, dict(template.named_parameters()), make_optimizer(cfg.optimizer, template.parameters()))
     role = method_cls.make_server(comm, params, holder, task.weight_decay_map(template, cfg.weight_decay),
                                   ema=cfg.ema)

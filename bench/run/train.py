@@ -19,7 +19,7 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
-from commbench.methods import METHODS, Worker
+from commbench.methods import Worker, registry
 from commbench.methods.buckets import MIB, BucketTracker, bucket_layout
 from commbench.methods.comm import Communicator
 from commbench.tasks import TASKS
@@ -103,8 +103,7 @@ class GlobalBatches:
 
 def server_count(cfg: RunConfig) -> int:
     """Parameter-server processes a dist run of ``cfg`` needs beside its workers."""
-    method_cls = METHODS[cfg.method]
-    return method_cls.servers_needed(method_cls.Params(**cfg.method_params))
+    return registry.get(cfg.method).servers_needed(registry.params_for(cfg.method, cfg.method_params))
 
 
 class Exchange:
@@ -183,10 +182,11 @@ class Trainer:
         self.models = [copy.deepcopy(template).to(device).train() for _ in comm.local_ranks]
         if self.channels_last:  # the layout bfloat16 convolutions want; the methods still see standard gradients
             self.models = [m.to(memory_format=torch.channels_last) for m in self.models]
-        self.method_cls = METHODS[cfg.method]
+        self.method_cls = registry.get(cfg.method)
+        method_params = registry.params_for(cfg.method, cfg.method_params)
         # Simulated workers of a synchronous method hold one set of parameters and one optimizer (their values
         # agree by construction); each keeps its own buffers (BatchNorm statistics) and its own gradients.
-        self.shared = len(self.models) > 1 and self.method_cls.replicas_agree(self.method_cls.Params(**cfg.method_params))
+        self.shared = len(self.models) > 1 and self.method_cls.replicas_agree(method_params)
         if self.shared:
             for model in self.models[1:]:
                 share_parameters(self.models[0], model)
@@ -196,7 +196,7 @@ class Trainer:
                                seed=derive_seed(cfg.seed, rank, 2),
                                shares=comm.local_ranks[0] if self.shared and i else None)
                         for i, (rank, m) in enumerate(zip(comm.local_ranks, self.models))]
-        self.method = self.method_cls(comm, self.workers, self.method_cls.Params(**cfg.method_params),
+        self.method = self.method_cls(comm, self.workers, method_params,
                                       task.weight_decay_map(template, cfg.weight_decay), ema=cfg.ema)
         self.grad_elements = sum(p.numel() for p in template.parameters())
         del template
@@ -449,17 +449,10 @@ def warm_up_kernels(method, device: torch.device) -> None:
     clock starts. numba compiles a kernel at its first call: without this, a TernGrad run's first step carried
     some 11.5 s of compilation, counted in its train_s, images/s and time to target. The warm-up draws from no
     generator and its results are thrown away, so the run computes the same numbers. The kernels run on CPU
-    tensors only (a GPU's take the torch paths)."""
-    if device.type != "cpu":
-        return
-    from commbench.methods.codecs import fused_ternary, fused_threshold
-    from commbench.methods.threshold import Threshold
-
-    codec = getattr(method, "codec", None)
-    if isinstance(codec, fused_ternary.TernaryCodec):
-        fused_ternary.warm_up(codec.packing)
-    if isinstance(method, Threshold):
-        fused_threshold.warm_up(method.kind)
+    tensors only (a GPU's take the torch paths): a method's ``warm_up`` (the kit's) knows which it runs on."""
+    warm_up = getattr(method, "warm_up", None)
+    if device.type == "cpu" and warm_up is not None:
+        warm_up()
 
 
 def train(cfg: RunConfig, comm: Communicator, report: Reporter | None = None,

@@ -1,7 +1,8 @@
 """Entry point of one dist process (a worker, or a parameter server): ``python -m commbench.run.worker RUN_DIR``.
 
-The launcher writes ``RUN_DIR/config.json`` and sets the env:// variables. Rank 0 reports progress in
-``RUN_DIR/progress.json`` and leaves its outcome in ``RUN_DIR/result.json`` (+ ``weights.pt``).
+The launcher writes ``RUN_DIR/config.json`` and sets the env:// variables; the process inherits the launcher's
+environment, so a user's methods (``COMMBENCH_METHODS``, entry points) load here as they did there. Rank 0
+reports progress in ``RUN_DIR/progress.json`` and leaves its outcome in ``RUN_DIR/result.json`` (+ ``weights.pt``).
 """
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ def main(run_dir: str) -> int:
     die_with_parent()
     run = Path(run_dir)
     spec = json.loads((run / "config.json").read_text())
+    from commbench.methods import registry
     from commbench.methods.comm import make_dist_communicator
 
     from commbench.run.checkpoint import STOP_SIGNALS, stop_signals
@@ -46,6 +48,10 @@ def main(run_dir: str) -> int:
     from commbench.store.records import atomic_write
 
     cfg = RunConfig.from_dict(spec["config"])
+    # The method through the registry, as the launcher found it: a user's method comes from an entry point of an
+    # installed distribution, or from a module of COMMBENCH_METHODS (inherited from the launcher's environment).
+    # Looked up first, so that a method this process cannot load is the reason it gives.
+    registry.get(cfg.method)
 
     def report(done: int, total: int, loss: float) -> None:
         atomic_write(run / "progress.json", json.dumps({"done": done, "total": total, "loss": loss}))

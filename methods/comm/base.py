@@ -41,6 +41,17 @@ class Handle(ABC):
     @abstractmethod
     def wait(self): ...
 
+    def future(self) -> torch.futures.Future:
+        """A torch future completed when the operation is (what a DDP communication hook returns on)."""
+        fut = torch.futures.Future()
+        fut.set_result(self.wait())
+        return fut
+
+    def ready(self):
+        """The result of an operation whose :meth:`future` has completed, without waiting (a future's callback
+        must not wait on the work it completes)."""
+        return self.wait()
+
 
 class Done(Handle):
     def __init__(self, value=None):

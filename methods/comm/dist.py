@@ -31,6 +31,14 @@ class _Pending(Handle):
             self._outstanding.discard(self)
         return self._result
 
+    def future(self) -> torch.futures.Future:
+        return self._work.get_future()
+
+    def ready(self):
+        if self._outstanding is not None:
+            self._outstanding.discard(self)
+        return self._result
+
 
 def local_gpu() -> torch.device:
     """This process's GPU: cuda:LOCAL_RANK when it sees the node's GPUs (torchrun, srun without binding), cuda:0
@@ -185,3 +193,20 @@ class DistCommunicator(Communicator):
                 self._outstanding.discard(handle)
         if dist.is_initialized():
             dist.destroy_process_group()
+
+
+class GroupCommunicator(DistCommunicator):
+    """A communicator over a process group someone else made (DistributedDataParallel's): this process is one
+    worker of ``process_group`` (the default group where None), its collectives and their bytes are counted as
+    the harness counts its own, in ``ledger``. Nothing is initialised or torn down here."""
+
+    def __init__(self, process_group=None, ledger=None, device: torch.device | None = None):
+        self.group = process_group
+        self.backend = dist.get_backend(process_group)
+        self.rank = dist.get_rank(process_group)
+        self._outstanding = set()
+        self.device = device or (local_gpu() if self.backend == "nccl" else torch.device("cpu"))
+        Communicator.__init__(self, dist.get_world_size(process_group), [self.rank], ledger=ledger)
+
+    def close(self):
+        pass

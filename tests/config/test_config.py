@@ -103,10 +103,10 @@ exclude: [{workers: 4, seed: 2}]
     assert len({r.run_id for r in runs}) == 5
 
 
-def test_method_param_axis_applies_only_to_methods_that_have_it(tmp_path, monkeypatch):
+def test_method_param_axis_applies_only_to_methods_that_have_it(tmp_path, request):
     from dataclasses import dataclass
 
-    import commbench.methods as methods
+    from commbench.methods import registry
     from commbench.methods.baseline import Baseline
 
     @dataclass(frozen=True)
@@ -116,7 +116,8 @@ def test_method_param_axis_applies_only_to_methods_that_have_it(tmp_path, monkey
     class WithClip(Baseline):
         name, Params = "withclip", P
 
-    monkeypatch.setitem(methods.METHODS, "withclip", WithClip)
+    registry.register(WithClip)  # a user's method, for this test only
+    request.addfinalizer(lambda: registry.unregister("withclip"))
     runs = expand(load_grid(write(tmp_path, """
 base: {task: lenet-mnist, steps: 10}
 axes: {method: [baseline, withclip], method.clip: [0, 2.5]}

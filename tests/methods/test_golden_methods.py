@@ -1,5 +1,5 @@
-"""Golden values of the methods the compressor kit rebuilds (TernGrad, WGT, BGT, QGT and their DDP hooks),
-recorded before the rebuild (tests/golden/methods.json): each fixed short run's final-weights digest and bytes
+"""Golden values of the methods the compressor kit rebuilds (TernGrad, WGT, BGT, QGT and their DDP hooks; the fp16
+and bf16 all-reduce), recorded before the rebuild (tests/golden/methods.json): each fixed short run's final-weights digest and bytes
 sent, which must stay identical, since no method version changes.
 
 The sim runs (every configuration: topology, scaler, exchange) run in ``make test``; the dist runs (2 gloo
@@ -29,7 +29,8 @@ TERNGRAD = {"shared": {"method": "terngrad"},
 RUNS = {f"{name}-{exchange}": {**settings, "exchange": exchange}
         for name, settings in {**TERNGRAD, "wgt": {"method": "wgt", "method.threshold": 1e-3},
                                "bgt": {"method": "bgt", "method.threshold": 1e-3},
-                               "qgt": {"method": "qgt", "method.threshold": 1e-3}}.items()
+                               "qgt": {"method": "qgt", "method.threshold": 1e-3},
+                               "fp16": {"method": "fp16"}, "bf16": {"method": "bf16"}}.items()
         for exchange in ("after-backward", "overlapped") if not (name == "ps" and exchange == "overlapped")}
 
 

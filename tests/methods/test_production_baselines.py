@@ -149,3 +149,46 @@ def test_a_short_powersgd_run_compresses_by_default_and_one_that_never_does_says
     assert "note: powersgd never compresses: start_iter 1000 >= 60 steps" in dry.stdout
     ran = commbench("run", *idle)
     assert ran.returncode == 0 and "note: powersgd never compresses" in ran.stdout
+
+
+class _Capturing(SimCommunicator):
+    """A sim communicator that keeps what each all-reduce was handed: the payloads of PowerSGD's rounds."""
+
+    def __init__(self, world: int):
+        super().__init__(world)
+        self.handed: list[list[torch.Tensor]] = []
+
+    def allreduce_async(self, tensors):
+        self.handed.append([t.clone() for t in tensors])
+        return super().allreduce_async(tensors)
+
+    def allreduce(self, tensors):
+        self.handed.append([t.clone() for t in tensors])
+        return super().allreduce(tensors)
+
+
+def _rounds(grads: list[dict]) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """One compressed PowerSGD step (the third: after two plain ones) of len(grads) workers: each worker's P and Q
+    payloads, as handed to the all-reduces (no error feedback: the input is the gradient itself)."""
+    comm = _Capturing(len(grads))
+    workers = [Worker(r, dict(model().named_parameters()), torch.optim.SGD(model().parameters(), lr=0.0))
+               for r in range(len(grads))]
+    method = PowerSGD(comm, workers, PowerSGDParams(rank=2, start_iter=2, error_feedback=False), {})
+    for step in range(3):
+        method.step(grads, 0.0, step)
+    _, p, q = comm.handed[-3:]  # the plain tensors, P, Q
+    return p, q
+
+
+def test_each_powersgd_round_is_linear_as_its_all_reduce_assumes():
+    """The contract PowerSGD's all-reduces rest on, round by round: under the same Q, P = M Q of two workers' inputs
+    sums to P of their sum; under the same P, so does Q = M^T P (float32 matmuls: equal to rounding). The Q round's
+    P is the orthogonalized all-reduced P, which the sum of the inputs gives again up to rounding."""
+    net = model()
+    a, b = local_grads(net, 0, 0), local_grads(net, 1, 0)
+    both = {n: a[n] + b[n] for n in a}
+    (pa, pb), (qa, qb) = _rounds([a, b])
+    (p_sum,), (q_sum,) = _rounds([both])
+    torch.testing.assert_close(pa + pb, p_sum, rtol=1e-5, atol=1e-6 * float(p_sum.abs().max()))
+    torch.testing.assert_close(qa + qb, q_sum, rtol=1e-4, atol=1e-5 * float(q_sum.abs().max()))
+    assert not torch.allclose(pa, pb)  # two workers' payloads, not one twice

@@ -13,17 +13,16 @@ from commbench.analysis.papers.pairing import paired_with
 from commbench.analysis.papers.paper_rows import paper_baseline_value
 from commbench.analysis.papers.reference import Analogue, Reference
 from commbench.analysis.papers.runs import fp32_fraction, params_of, percent, same_value, setting_of
+from commbench.methods import registry
 
-
-THRESHOLD_METHODS = ("wgt", "bgt", "qgt")
 COLLAPSE_POINTS = 2.0  # a threshold whose runs lose more than this to the baseline has collapsed (QGT's byte cap)
 
 
 def equal_share_applies(ref: Reference, analogue: Analogue | None) -> bool:
     """A threshold method's accuracy on a stand-in model: its absolute thresholds, tuned to the paper's model,
     let another share of the bytes through on ours, so the comparison is made at the paper's share."""
-    return analogue is not None and ref.method in THRESHOLD_METHODS and ref.threshold is not None and \
-        ref.metric in ("top1", "top1_loss")
+    return analogue is not None and ref.method in registry.members(registry.THRESHOLD) and \
+        ref.threshold is not None and ref.metric in ("top1", "top1_loss")
 
 
 def _paper_share(ref: Reference, references: list[Reference]) -> float | None:

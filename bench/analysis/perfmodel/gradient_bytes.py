@@ -24,13 +24,12 @@ from typing import Any, Mapping
 
 import torch
 
-from commbench.methods import METHODS, Worker
+from commbench.methods import Worker, registry
 from commbench.methods.comm import SimCommunicator
 from commbench.tasks import TASKS
 
 from commbench.config import ConfigError, method_params_of
-
-THRESHOLD_METHODS = ("wgt", "bgt", "qgt")
+from commbench.config.resolve import method_class
 
 
 @dataclass(frozen=True)
@@ -71,7 +70,7 @@ def resolve_method_params(task_name: str, method: str, overrides: Mapping[str, A
                           recipe: str | None = None) -> dict:
     """The task recipe's parameters for ``method`` (paper values), then ``overrides`` ({name: value})."""
     task = _task(task_name)
-    _method(method)
+    method_class(method)  # an unknown name: the registry's one message, as ConfigError
     recipe = recipe or next(iter(task.recipes))
     settings = {f"method.{k.removeprefix('method.')}": v for k, v in (overrides or {}).items()}
     params, _sources = method_params_of(task, recipe, method, settings)
@@ -87,14 +86,15 @@ def gradient_bytes(task: str, method: str, method_params: Mapping[str, Any] | No
     params = resolve_method_params(task, method, method_params)
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 2:
         raise ConfigError(f"workers: the ledger counts traffic between at least 2 workers, got {workers!r}")
-    if method in THRESHOLD_METHODS:
+    if registry.family_of(method) == registry.THRESHOLD:
         if fraction_sent is None:
             raise ConfigError(f"fraction_sent: method {method} sends a value-dependent number of elements; "
                               "give the fraction of elements sent per step (0..1)")
         if not (isinstance(fraction_sent, (int, float)) and 0 <= fraction_sent <= 1):
             raise ConfigError(f"fraction_sent: must be in [0, 1], got {fraction_sent!r}")
     elif fraction_sent is not None:
-        raise ConfigError(f"fraction_sent: only for the threshold methods ({', '.join(THRESHOLD_METHODS)}), "
+        raise ConfigError(f"fraction_sent: only for the threshold methods "
+                          f"({', '.join(registry.members(registry.THRESHOLD))}), "
                           f"not {method}")
     key = tuple(sorted(params.items()))
     return _measure(task, method, key, workers, fraction_sent, seed)
@@ -104,8 +104,7 @@ def gradient_bytes(task: str, method: str, method_params: Mapping[str, Any] | No
 def _measure(task: str, method: str, params_key: tuple, workers: int, fraction: float | None,
              seed: int) -> GradientBytes:
     params = dict(params_key)
-    method_cls = METHODS[method]
-    method_params = method_cls.Params(**params)
+    method_cls, method_params = registry.get(method), registry.params_for(method, params)
     shapes = parameter_shapes(task)
     elements = sum(math.prod(s) for s in shapes.values())
 
@@ -134,7 +133,7 @@ def _measure(task: str, method: str, params_key: tuple, workers: int, fraction: 
 
 def _gradients(method: str, params, elements: int, workers: int, fraction: float | None,
                seed: int) -> tuple[torch.Tensor, str]:
-    if method in THRESHOLD_METHODS:
+    if registry.family_of(method) == registry.THRESHOLD:
         sent = round(fraction * elements)
         flat = torch.zeros(elements)
         flat[:sent] = 2.0 * params.threshold * workers
@@ -148,12 +147,6 @@ def _task(name: str):
     if name not in TASKS:
         raise ConfigError(f"task: unknown task {name!r} (known: {', '.join(TASKS)})")
     return TASKS[name]
-
-
-def _method(name: str):
-    if name not in METHODS:
-        raise ConfigError(f"method: unknown method {name!r} (known: {', '.join(METHODS)})")
-    return METHODS[name]
 
 
 # -- model facts from the meta device -------------------------------------------------------------------

@@ -15,8 +15,8 @@ from typing import Any
 from commbench.analysis.perfmodel import alphabeta, ssdsgd, terngrad
 from commbench.analysis.perfmodel.gradient_bytes import gradient_bytes, layer_groups
 from commbench.config import ConfigError
-
-THRESHOLD_METHODS = ("wgt", "bgt", "qgt")
+from commbench.config.resolve import method_class
+from commbench.methods import registry
 
 
 @dataclass(frozen=True)
@@ -36,14 +36,14 @@ class StepTime:
 
 def method_overrides(settings: dict[str, Any], methods: list[str]) -> dict[str, dict]:
     """``--set method.x=v`` applied to each listed method that has parameter x."""
-    from commbench.methods import METHODS, param_fields
+    from commbench.methods import param_fields
 
     out: dict[str, dict] = {m: {} for m in methods}
     for key, value in settings.items():
         if not key.startswith("method."):
             raise ConfigError(f"--set {key}: only method.<param> settings apply to the model")
         name = key.split(".", 1)[1]
-        takers = [m for m in methods if name in param_fields(METHODS[m].Params)]
+        takers = [m for m in methods if name in param_fields(method_class(m).Params)]
         if not takers:
             raise ConfigError(f"--set {key}: none of {', '.join(methods)} has parameter {name!r}")
         for m in takers:
@@ -64,14 +64,15 @@ def terngrad_table(task: str, methods: list[str], step: StepTime, net: Network, 
                    nodes: list[int], gpu_gpu: float | None, cpu_gpu: float | None, scaling: str,
                    fraction_sent: float | None, overrides: dict[str, dict]) -> tuple[list[dict], list[str]]:
     """Throughput per (method, nodes) from TernGrad's model (supp. Eq. 6-9), and its speed-up over the baseline."""
-    if fraction_sent is not None and not set(methods) & set(THRESHOLD_METHODS):
-        raise ConfigError("--fraction-sent: only for the threshold methods wgt, bgt, qgt")
+    threshold_methods = registry.members(registry.THRESHOLD)
+    if fraction_sent is not None and not set(methods) & set(threshold_methods):
+        raise ConfigError(f"--fraction-sent: only for the threshold methods {', '.join(threshold_methods)}")
     batch = step.batch or paper_batch(task)
     gwd, cwd = gpu_gpu or terngrad.PCIE3_X16.value, cpu_gpu or terngrad.PCIE3_X16.value
     rows, per = [], {}
     for method in methods:
         g = gradient_bytes(task, method, overrides[method],
-                           fraction_sent=fraction_sent if method in THRESHOLD_METHODS else None)
+                           fraction_sent=fraction_sent if method in threshold_methods else None)
         for j in nodes:
             p = terngrad.predict(task, method, gpus_per_node * j, net.bytes_per_s, step_time_s=step.seconds,
                                  batch=batch, gpus_per_node=gpus_per_node, latency_s=net.latency_s,
