@@ -1,5 +1,5 @@
 """TernGrad, the threshold methods (WGT/BGT/QGT) and a counted plain all-reduce as PyTorch DDP communication
-hooks: the kit's hook (:mod:`methods.kit.hook`) for each, with the settings each accepts checked first.
+hooks: the kit's hook (:mod:`commbench.methods.kit.hook`) for each, with the settings each accepts checked first.
 
 Usage (one state per DDP model; the state keeps the method's memory and the step counter)::
 
@@ -11,7 +11,7 @@ Usage (one state per DDP model; the state keeps the method's memory and the step
     print(ledger.total_sent(), "bytes sent")
 
 For the same local gradients and seeds, the averaged gradient a hook hands back to DDP is bit for bit the one the
-harness's :class:`methods.terngrad.TernGrad` / :class:`methods.threshold.Threshold` compute (before their weight
+harness's :class:`commbench.methods.terngrad.TernGrad` / :class:`commbench.methods.threshold.Threshold` compute (before their weight
 decay): the hooks run the harness's own exchange (compressor, memory, collectives) over DDP's process group, one
 DDP bucket at a time. What differs is only the grouping: DDP's buckets (whose order changes when DDP rebuilds
 them after the first iteration) instead of the harness's, and a tensor's payload does not depend on its group.
@@ -45,7 +45,7 @@ class TernGradHookState(KitHookState):
     this rank's own seed (the harness's ``Worker.seed``); each tensor's Bernoulli draws come from
     ``mix_seed(worker_seed, step, j)``, j its index among the ternarized tensors (model parameter order).
     ``step`` starts at 0 and counts backward passes; set it when resuming from a checkpoint. ``ledger``: a
-    :class:`methods.comm.ByteLedger` that counts every byte this rank sends and receives, as the harness counts
+    :class:`commbench.methods.comm.ByteLedger` that counts every byte this rank sends and receives, as the harness counts
     its own (``ledger.total_sent()``)."""
 
     def __init__(self, model: nn.Module, params: TernGradParams, worker_seed: int,

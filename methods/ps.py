@@ -7,7 +7,7 @@ concatenation of that server's pieces of its raw data gradient); each server sum
 divides by W, adds weight decay and applies its own optimizer (the workers' optimizer type and settings:
 momentum SGD for the papers). When the method pulls, each server sends its weights back in one message.
 
-The server's arithmetic mirrors :class:`methods.baseline.Baseline` per tensor, so a run that pushes and pulls
+The server's arithmetic mirrors :class:`commbench.methods.baseline.Baseline` per tensor, so a run that pushes and pulls
 every step on a PS computes the same weights as the allreduce baseline, bit for bit.
 """
 from __future__ import annotations

@@ -10,7 +10,7 @@ or 5 to a byte in base 3) and exchanged by one of two topologies (``topology``):
   same average as ``ps`` and keeps the records' settings of the paper-table runs; its cost is the receive
   side, (N - 1) / 4 bytes per element per worker with 2-bit packing (four times fp32 at N = 64).
 * ``ps`` (the paper's Figure 1): workers push trits to S parameter servers, which sum them into levels in
-  [-N, N] and send those back packed at ceil(log2(2N + 1)) bits (:mod:`methods.terngrad_ps`).
+  [-N, N] and send those back packed at ceil(log2(2N + 1)) bits (:mod:`commbench.methods.terngrad_ps`).
 
 With scaler sharing (Eq. 4) the average is (sum of the N workers' trits, an integer level) x s / N, computed
 from the integer level on both topologies, so it has exactly 2N + 1 values per tensor.
@@ -96,7 +96,7 @@ def mean_of_trits(payloads: list[torch.Tensor], shared: torch.Tensor | None, siz
 def mean_of_levels(levels: torch.Tensor, shared: torch.Tensor, sizes: torch.Tensor, workers: int) -> torch.Tensor:
     """level x (s / N): the average of N workers' trits under one shared scaler per tensor (Eq. 4), where the
     level is the exact integer sum of the trits and s / N is rounded once per tensor (as the fused decoder,
-    :func:`methods.codecs.fused_ternary.decode_shared`, computes it)."""
+    :func:`commbench.methods.codecs.fused_ternary.decode_shared`, computes it)."""
     return levels.float().mul_(torch.repeat_interleave(shared / workers, sizes))
 
 
@@ -117,7 +117,7 @@ class TernaryCompressor(Compressor):
     """TernGrad's steps for one worker's group: clip at c sigma, take each tensor's scaler (or one for the
     group, ``layerwise=False``), share the scalers as the workers' max (Eq. 4) where asked, draw each tensor's
     Bernoulli trits from its own (seed, step, tensor) stream and pack them (one fused pass,
-    :class:`methods.codecs.fused_ternary.TernaryCodec`). The average: with shared scalers the integer level sum x
+    :class:`commbench.methods.codecs.fused_ternary.TernaryCodec`). The average: with shared scalers the integer level sum x
     s / N; without, each worker's s_i x trits_i added in rank order (its scalers travel at its payload's head).
     Tensors under ``min_size`` elements and, with ``float_last_layer``, the last module's travel as float32."""
 

@@ -2,11 +2,11 @@
 
 Every worker keeps its own copy of the weights (initialised alike, so they stay alike) and the servers keep no
 weights at all: they hold *gradients*. Each step every worker pushes its packed trits to the servers (tensors
-sharded over S servers as MXNet/ps-lite shard keys, :func:`methods.ps.shard`); each server sums the N workers'
+sharded over S servers as MXNet/ps-lite shard keys, :func:`commbench.methods.ps.shard`); each server sums the N workers'
 trits per element into an integer level in [-N, N] and sends the levels back, packed at ceil(log2(2N + 1))
 bits each (5 bits at N = 8). With scaler sharing every worker already holds the shared scalers (they travel
 in the workers' small all-gather, the paper's "2N floating scalers"), so the average is level x s / N on
-every worker, the same numbers as the all-gather topology's :func:`methods.terngrad.mean_of_levels`.
+every worker, the same numbers as the all-gather topology's :func:`commbench.methods.terngrad.mean_of_levels`.
 
 Tensors kept in float32 (``float_last_layer``, ``min_size``) are pushed as float32 and the server returns
 their sum, added in rank order.

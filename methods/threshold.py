@@ -40,8 +40,8 @@ class ThresholdParams:
 
 class ThresholdCompressor(Compressor):
     """One worker's group: its share of the mean, g / N, added to its residual; the elements whose accumulated
-    magnitude reaches T sent in the rule's wire format (:mod:`methods.codecs.sparse`: sparse or bitmap, whichever
-    is smaller), the rest kept (one fused pass, :func:`methods.codecs.fused_threshold.encode_into`). The average
+    magnitude reaches T sent in the rule's wire format (:mod:`commbench.methods.codecs.sparse`: sparse or bitmap, whichever
+    is smaller), the rest kept (one fused pass, :func:`commbench.methods.codecs.fused_threshold.encode_into`). The average
     is the sum of the workers' sent values, added in rank order (each already sent its share)."""
 
     same_size = False  # each worker sends what crossed T: a variable-size all-gather

@@ -1,7 +1,7 @@
 """What the CIFAR-10 and the ImageNet tasks share: their data sets, sizes and synthetic stand-ins.
 
 A task picks the model and the recipe; the family knows where the images come from, how many there are and
-which augmentation its paper used (``augment``: a mode of :mod:`tasks.data`).
+which augmentation its paper used (``augment``: a mode of :mod:`commbench.tasks.data`).
 """
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def decay_everything(model, weight_decay: float) -> dict[str, float]:
 class Cifar10Task(Task):
     paper_dataset = "cifar10"
     datasets = ("cifar10", "cifar10-jpeg", "synthetic")  # cifar10-jpeg: the real images re-encoded, a stand-in
-    augment: ClassVar[str]  # tasks.data CIFAR-10 augmentation mode
+    augment: ClassVar[str]  # commbench.tasks.data CIFAR-10 augmentation mode
 
     def augment_for(self, variant: str) -> str:
         return self.augment

@@ -53,6 +53,22 @@ def test_the_wheel_holds_every_package_and_its_data(installed):
                 assert f"{package.replace('.', '/')}/{f.name}" in names, f
 
 
+def test_the_wheel_carries_its_licence(installed):
+    """PEP 639: the licence text in the wheel's .dist-info/licenses/, and its SPDX expression in the metadata (no
+    licence classifier beside it: the two would have to agree)."""
+    (wheel,) = (installed / "dist").glob("commbench-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        licences = [n for n in names if n.split("/")[0].endswith(".dist-info") and n.endswith("/licenses/LICENSE")]
+        assert licences, [n for n in names if ".dist-info/" in n]
+        assert archive.read(licences[0]).decode() == (REPO / "LICENSE").read_text()
+        (metadata,) = [n for n in names if n.endswith(".dist-info/METADATA")]
+        headers = archive.read(metadata).decode().split("\n\n", 1)[0].splitlines()
+    assert "License-Expression: BSD-3-Clause" in headers
+    assert "License-File: LICENSE" in headers
+    assert not [h for h in headers if h.startswith("Classifier: License ::")]
+
+
 def test_the_installed_package_works_from_an_empty_folder(installed, tmp_path):
     probe = subprocess.run([sys.executable, "-S", "-c", "import commbench; print(commbench.__file__)"],
                            capture_output=True, text=True, cwd=tmp_path,

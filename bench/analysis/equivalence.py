@@ -15,10 +15,10 @@ import json
 from collections import defaultdict
 from dataclasses import dataclass
 
+from commbench.analysis.runs import Run, as_run
 from commbench.config import IMPLICIT, NOT_COMPARED
 from commbench.analysis.papers.evidence import test_se
 from commbench.analysis.papers import stats
-from commbench.store.records import Status
 
 EQUIVALENT, DIFFERENT, INCONCLUSIVE = "equivalent", "different", "inconclusive"
 
@@ -39,10 +39,11 @@ class Comparison:
                 "margin": self.margin, "verdict": self.verdict}
 
 
-def _shared(record: dict, factor: str) -> str:
-    """The run's setting less the factor, the seed and the method: what two compared runs must share."""
-    cfg = {k: v for k, v in record["config"].items() if k not in NOT_COMPARED + (factor, "method", "method_params",
-                                                                                   "method_version")}
+def _shared(run: Run, factor: str) -> str:
+    """The run's setting less the factor, the seed and the method: what two compared runs must share. Read as
+    stored, so that the runs pair as they always have (filling the fields a record predates would pair more)."""
+    cfg = {k: v for k, v in run.stored.items() if k not in NOT_COMPARED + (factor, "method", "method_params",
+                                                                             "method_version")}
     return json.dumps(cfg, sort_keys=True, default=str)
 
 
@@ -54,17 +55,22 @@ def _verdict(est: stats.Estimate, margin: float) -> str:
     return DIFFERENT if high < -margin or low > margin else INCONCLUSIVE
 
 
-def compare(records: list[dict], factor: str, reference: str, margin: float = 0.5) -> list[Comparison]:
-    """Every method's top-1 and gap to the baseline at ``factor`` = each other value, against ``reference``."""
-    done = [r for r in records if r.get("status") == Status.DONE and isinstance(r.get("config"), dict)
-            and isinstance((r.get("metrics") or {}).get("top1"), (int, float))]
+def _top1(run: Run) -> float:
+    return run.metrics["top1"]
+
+
+def compare(records: list[Run | dict], factor: str, reference: str, margin: float = 0.5) -> list[Comparison]:
+    """Every method's top-1 and gap to the baseline at ``factor`` = each other value, against ``reference``.
+    ``records``: runs, or record dicts (as ``commbench compare`` reads them)."""
+    done = [r for r in map(as_run, records) if r.done and isinstance(r.metrics.get("top1"), (int, float))]
     # (shared setting, method, method parameters) -> factor value -> seed -> run
     runs: dict = defaultdict(lambda: defaultdict(dict))
     for r in done:
-        cfg = r["config"]
-        value = cfg.get(factor, IMPLICIT.get(factor))  # a record from before the field: its implicit value
-        key = (_shared(r, factor), cfg.get("method"), json.dumps(cfg.get("method_params") or {}, sort_keys=True))
-        runs[key][str(value)][cfg.get("seed")] = r
+        # any field may be the factor, a dotted one too: its stored value, or for a record from before the field,
+        # its implicit value
+        value = r.stored.get(factor, IMPLICIT.get(factor))
+        key = (_shared(r, factor), r.config.method, json.dumps(r.params, sort_keys=True))
+        runs[key][str(value)][r.config.seed] = r
     out: list[Comparison] = []
     for (shared, method, _params), by_value in sorted(runs.items(), key=lambda kv: (kv[0][0], kv[0][1])):
         if reference not in by_value:
@@ -77,17 +83,18 @@ def compare(records: list[dict], factor: str, reference: str, margin: float = 0.
             if not paired:
                 continue
             label = f"{factor} {value} vs {reference}"
-            terms = [[(1.0, seeds[s], by_value[reference][s])] for s in paired]
-            values = [100 * (seeds[s]["metrics"]["top1"] - by_value[reference][s]["metrics"]["top1"]) for s in paired]
+            # the test set's error (papers/evidence.py) reads each run's correctness from its record
+            terms = [[(1.0, seeds[s].record, by_value[reference][s].record)] for s in paired]
+            values = [100 * (_top1(seeds[s]) - _top1(by_value[reference][s])) for s in paired]
             out.append(_comparison(f"{method} top-1", label, values, terms, margin))
             if method != "baseline" and baseline and value in baseline and reference in baseline:
                 both = [s for s in paired if s in baseline[value] and s in baseline[reference]]
                 if both:
-                    terms = [[(1.0, seeds[s], baseline[value][s]), (-1.0, by_value[reference][s],
-                                                                    baseline[reference][s])] for s in both]
-                    values = [100 * ((seeds[s]["metrics"]["top1"] - baseline[value][s]["metrics"]["top1"])
-                                     - (by_value[reference][s]["metrics"]["top1"]
-                                        - baseline[reference][s]["metrics"]["top1"])) for s in both]
+                    terms = [[(1.0, seeds[s].record, baseline[value][s].record),
+                              (-1.0, by_value[reference][s].record, baseline[reference][s].record)] for s in both]
+                    values = [100 * ((_top1(seeds[s]) - _top1(baseline[value][s]))
+                                     - (_top1(by_value[reference][s]) - _top1(baseline[reference][s])))
+                              for s in both]
                     out.append(_comparison(f"{method} - baseline gap", label, values, terms, margin))
     return out
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import statistics
 from typing import Iterable, Mapping
 
-from commbench.store.records import Status, timed_on_one_device
+from commbench.analysis.runs import Run, as_run
 
 PRECISION_BEFORE_RECORDED = "fp32"  # records from before the precision setting trained in fp32, its default
 
@@ -34,19 +34,19 @@ def _device_to_train_on(cfg: Mapping, here: str) -> str:
     return here if cfg.get("device", "auto") == "auto" else cfg["device"]
 
 
-def step_seconds(records: Iterable[dict]) -> dict[tuple, float]:
-    """Mean seconds per training step of the done runs, by kind (the module's docstring)."""
+def step_seconds(records: Iterable[Run | dict]) -> dict[tuple, float]:
+    """Mean seconds per training step of the done runs (or records, as ``commbench status`` reads them), by kind
+    (the module's docstring)."""
     times: dict[tuple, list[float]] = {}
-    for r in records:
-        m, cfg = r.get("metrics") or {}, r.get("config")
-        if (r.get("status") == Status.DONE and isinstance(cfg, dict) and m.get("train_s") and m.get("steps")
-                and timed_on_one_device(r)):
-            device = (r.get("env") or {}).get("device")
-            times.setdefault(_kind(cfg, device), []).append(m["train_s"] / m["steps"])
+    for r in map(as_run, records):
+        m = r.metrics
+        if r.done and m.get("train_s") and m.get("steps") and r.timed_on_one_device:
+            # keyed by the configuration as stored, as the runs still to do are: one kind for both
+            times.setdefault(_kind(r.stored, r.env.get("device")), []).append(m["train_s"] / m["steps"])
     return {k: statistics.fmean(v) for k, v in times.items()}
 
 
-def time_left(todo: Iterable[Mapping], records: Iterable[dict], here: str = "cpu") -> tuple[float, int, int]:
+def time_left(todo: Iterable[Mapping], records: Iterable[Run | dict], here: str = "cpu") -> tuple[float, int, int]:
     """(seconds, runs estimated, runs without an estimate) for the configurations in ``todo`` (each with
     ``steps``; ``done_steps`` where a checkpoint or a running attempt holds some of them; ``live_step_s`` where
     the run is being trained now), on a machine whose ``auto`` device is ``here`` ("cpu" or "cuda")."""

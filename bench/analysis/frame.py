@@ -18,23 +18,20 @@ from pathlib import Path
 
 import pandas as pd
 
+from commbench.analysis.runs import read_runs
 from commbench.config import flat_items
-from commbench.store.records import iter_records
-
-PARTS = ("config", "metrics", "data")
 
 
 def load_records(results: str | Path, *, history: bool = False) -> pd.DataFrame:
-    """Every readable record under ``results`` (its ``runs/``), one row each, sorted by run id."""
+    """Every readable record under ``results`` (its ``runs/``), one row each, sorted by run id. The configuration
+    columns are the record's as stored (a field it predates stays empty): what the file says, for scripts."""
     rows = []
-    for record in iter_records(Path(results)):
-        row = {"run_id": record["run_id"], "status": record["status"], "error": record.get("error")}
-        for part in PARTS:
-            value = record.get(part)
-            if isinstance(value, dict):
-                row.update(flat_items(value, f"{part}."))
+    for run in read_runs(Path(results)):
+        row = {"run_id": run.run_id, "status": run.status, "error": run.error}
+        for part, value in (("config", run.stored), ("metrics", run.metrics), ("data", run.data)):
+            row.update(flat_items(value, f"{part}."))
         if history:
-            row["history"] = record.get("history") or []
+            row["history"] = list(run.history)
         rows.append(row)
     frame = pd.DataFrame(rows)
     return frame.sort_values("run_id", ignore_index=True) if not frame.empty else frame

@@ -34,7 +34,8 @@ from commbench.analysis.figure_style import (LINESTYLES, MARKERS, REFERENCE, fre
 from commbench.analysis.table import not_timed_alone
 from commbench.methods import registry
 from commbench.store.safe_io import ensure_folder, output_root, write_with
-from commbench.store.records import Status, iter_records, timed_on_one_device
+from commbench.analysis.runs import read_runs, runs_frame as one_frame
+from commbench.store.records import Status
 
 TOP1 = "top-1 accuracy (fraction of the test set)"  # one unit everywhere: the records' own
 # how a fixed setting appears in a file name: column -> prefix (in this order)
@@ -43,30 +44,22 @@ NAME_PARTS = (("dataset", ""), ("workers", "w"), ("backend", ""), ("global_batch
 
 
 def runs_frame(results: Path) -> pd.DataFrame:
-    """One row per done run: the configuration columns the figures group by, and the metrics."""
-    rows = []
-    for r in iter_records(results):
-        cfg, m, data = r.get("config") or {}, r.get("metrics") or {}, r.get("data") or {}
-        if r.get("status") != Status.DONE or m.get("top1") is None:
-            continue
-        params = cfg.get("method_params") or {}
-        rows.append({
-            "run_id": r["run_id"], "task": cfg.get("task"), "method": cfg.get("method"),
-            "dataset": data.get("dataset") or cfg.get("dataset"), "synthetic": bool(data.get("synthetic")),
-            "workers": cfg.get("workers"), "backend": cfg.get("backend"), "seed": cfg.get("seed"),
-            "tier": cfg.get("tier"), "steps": cfg.get("steps"), "global_batch": cfg.get("global_batch"),
-            "batch_per_worker": cfg.get("batch_per_worker"), "recipe": cfg.get("recipe"),
-            "optimizer": (cfg.get("optimizer") or {}).get("name"), "params": json.dumps(params, sort_keys=True),
-            "threshold": params.get("threshold"), "k": params.get("k"), "warmup": params.get("warmup"),
-            "local_rule": params.get("local_rule"), "net": (r.get("env") or {}).get("net") or "",
-            "top1": m["top1"], "gb_sent": (m.get("bytes_sent") or 0) / 1e9,
-            "gb_paper": (m["paper_bytes"] / 1e9) if m.get("paper_bytes") is not None else None,
-            "images_per_s": m.get("images_per_s"), "history": r.get("history") or [],
-            "one_device": timed_on_one_device(r),  # its train_s can put its evaluations on a time axis
-            "eval_target": cfg.get("eval_target"),
-        })
-    frame = pd.DataFrame(rows)
-    return frame.sort_values("run_id", ignore_index=True) if not frame.empty else frame
+    """One row per done run with a top-1: the configuration columns the figures group by, and the metrics (the
+    one frame of the runs, :func:`commbench.analysis.runs.runs_frame`, in the figures' terms)."""
+    frame = one_frame(read_runs(results))
+    if frame.empty:
+        return frame
+    frame = frame[(frame["status"] == Status.DONE) & frame["top1"].notna()]
+    frame = frame.assign(dataset=frame["data_dataset"], steps=frame["planned_steps"], params=frame["params_json"],
+                         history=frame["full_history"], gb_sent=frame["bytes_sent"].fillna(0) / 1e9,
+                         gb_paper=[b / 1e9 if b is not None and not pd.isna(b) else None for b in frame["paper_bytes"]])
+    return frame[FIGURE_COLUMNS].sort_values("run_id", ignore_index=True)
+
+
+FIGURE_COLUMNS = ["run_id", "task", "method", "dataset", "synthetic", "workers", "backend", "seed", "tier", "steps",
+                  "global_batch", "batch_per_worker", "recipe", "optimizer", "params", "threshold", "k", "warmup",
+                  "local_rule", "net", "top1", "gb_sent", "gb_paper", "images_per_s", "history", "one_device",
+                  "eval_target"]
 
 
 def variant_labels(frame: pd.DataFrame) -> pd.Series:
@@ -242,7 +235,7 @@ def _throughput_frame(frame: pd.DataFrame, model: Callable | None) -> pd.DataFra
         modelled = model(data)
         if modelled is not None and not modelled.empty:
             data = pd.concat([data, modelled.assign(source="modelled")], ignore_index=True)
-    # the performance model's predictions for the same runs (bench.perfmodel.measured)
+    # the performance model's predictions for the same runs (commbench.analysis.perfmodel.measured)
     for column, source in (("modelled_images_per_s", "model, 1-worker profile"),
                            ("loopback_modelled_images_per_s", "model, loopback profile")):
         if column in data and data[column].notna().any():

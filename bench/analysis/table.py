@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from commbench.analysis.runs import read_runs, runs_frame
 from commbench.analysis.tta import Arm, speedup, strongest, time_to
-from commbench.config import flat_items, setting_of
-from commbench.store.records import Status, cpu_of, iter_records, timed_on_one_device
+from commbench.store.records import Status
 
 COLUMNS = ["task", "dataset", "method", "params", "differs", "workers", "backend", "tier", "steps", "n", "status",
            "top1", "bytes/worker/step", "recv/worker/step", "fp32/sent", "images/s", "comm exposed",
@@ -25,8 +25,6 @@ DATA_COLUMNS = ["task", "dataset", "substitute_for", "method", "params", "differ
                 "speedup_high", "speedup_pairs", "setting_id"]
 # time to accuracy: by default the first point at which a run reaches its setting's baseline's final top-1 minus this
 TARGET_BELOW_BASELINE = 0.005
-# what a run's baseline shares with it: its setting less the method's own choices
-METHOD_FIELDS = ("method", "method_params", "method_version", "exchange", "bucket_mb")
 
 
 SHOWN = ("task", "dataset", "method", "workers", "backend", "tier", "steps")  # fields the table shows anyway
@@ -62,41 +60,30 @@ def _key(value: dict) -> str:
 
 
 def records_frame(root: Path) -> pd.DataFrame:
-    """One row per record with the columns the tables need (flattened from config and metrics)."""
-    rows = []
-    for r in iter_records(root):
-        cfg, m = r.get("config", {}), r.get("metrics", {})
-        workers, steps = cfg.get("workers"), m.get("steps") or 0
-        sent = m.get("bytes_sent")
-        setting = setting_of(cfg) if cfg.get("task") and cfg.get("method") else dict(cfg)
-        history = r.get("history", []) if timed_on_one_device(r) else []  # for the clock only
-        rows.append({
-            "run_id": r["run_id"], "status": r["status"], "task": cfg.get("task"), "dataset": cfg.get("dataset"),
-            "method": cfg.get("method"), "params": chosen_params(cfg), "workers": workers, "backend": cfg.get("backend"),
-            "tier": cfg.get("tier"), "seed": cfg.get("seed"), "steps": steps, "top1": m.get("top1"),
-            "planned_steps": cfg.get("steps"), "tier_steps": tier_steps(cfg), "not_timed_alone": not_timed_alone(cfg),
-            "top5": m.get("top5"), "images_per_s": m.get("images_per_s"), "bytes_sent": sent,
-            "bytes_fp32_equiv": m.get("bytes_fp32_equiv"),
-            "bytes_per_worker_step": sent / (workers * steps) if sent is not None and workers and steps else None,
-            "received_per_worker_step": (m["bytes_received"] / (workers * steps)
-                                         if m.get("bytes_received") is not None and workers and steps else None),
-            "compression": (m["bytes_fp32_equiv"] / sent) if sent else None,
-            "substitute": (r.get("data") or {}).get("substitute_for"),
-            "exposed": _exposed_share(m),
-            "curve": [(h["train_s"], h["top1"]) for h in history
-                      if isinstance(h.get("train_s"), (int, float)) and isinstance(h.get("top1"), (int, float))],
-            # whether its evaluations say when they happened: a history without train_s cannot time the target,
-            # nor one whose seconds were spent on two devices
-            "timed": any(isinstance(h.get("train_s"), (int, float)) for h in history
-                         if isinstance(h, dict) and isinstance(h.get("top1"), (int, float))),
-            "eval_target": cfg.get("eval_target"),
-            # the CPU its times were measured on: times compare only on one (older records did not say)
-            "cpu": cpu_of(r),
-            "setting": _key(setting),
-            "setting_flat": flat_items(setting),
-            "baseline_setting": _key({k: v for k, v in setting.items() if k not in METHOD_FIELDS}),
-        })
-    return pd.DataFrame(rows)
+    """One row per record with the columns the tables need: the one frame of the runs
+    (:func:`commbench.analysis.runs.runs_frame`), and what only the tables derive."""
+    runs = list(read_runs(root))
+    frame = runs_frame(runs)
+    if frame.empty:
+        return frame
+    per_step, sent = list(zip(frame["steps"], frame["workers"])), frame["bytes_sent"]
+    frame["params"] = [chosen_params(run.stored) for run in runs]
+    frame["tier_steps"] = [tier_steps(run.stored) for run in runs]
+    frame["not_timed_alone"] = [not_timed_alone(run.stored) for run in runs]
+    frame["bytes_per_worker_step"] = [b / (w * s) if b is not None and not pd.isna(b) and w and s else None
+                                      for b, (s, w) in zip(sent, per_step)]
+    frame["received_per_worker_step"] = [b / (w * s) if b is not None and not pd.isna(b) and w and s else None
+                                         for b, (s, w) in zip(frame["bytes_received"], per_step)]
+    frame["compression"] = [f / b if b else None for f, b in zip(frame["bytes_fp32_equiv"], sent)]
+    frame["exposed"] = [_exposed_share(run.metrics) for run in runs]
+    return frame[TABLE_COLUMNS]
+
+
+TABLE_COLUMNS = ["run_id", "status", "task", "dataset", "method", "params", "workers", "backend", "tier", "seed",
+                 "steps", "top1", "planned_steps", "tier_steps", "not_timed_alone", "top5", "images_per_s",
+                 "bytes_sent", "bytes_fp32_equiv", "bytes_per_worker_step", "received_per_worker_step",
+                 "compression", "substitute", "exposed", "curve", "timed", "eval_target", "cpu", "setting",
+                 "setting_flat", "baseline_setting"]
 
 
 def _exposed_share(metrics: dict) -> float | None:

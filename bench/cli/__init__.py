@@ -36,11 +36,26 @@ class Parser(argparse.ArgumentParser):
         raise BadInput(message)
 
 
+class Version(argparse.Action):
+    """``--version``, as argparse's own action prints it, but with the version read only when asked: reading it
+    (importlib.metadata) would slow every command's start, ``--help`` included."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS,
+                 help="show program's version number and exit"):
+        super().__init__(option_strings=option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from commbench import __version__
+
+        formatter = parser._get_formatter()
+        formatter.add_text(f"commbench {__version__}")
+        parser._print_message(formatter.format_help(), sys.stdout)
+        parser.exit()
+
+
 def build_parser() -> Parser:
     p = Parser(prog="commbench", description="Benchmark harness for communication-efficient distributed SGD.")
-    from commbench import __version__
-
-    p.add_argument("--version", action="version", version=f"commbench {__version__}")
+    p.add_argument("--version", action=Version)
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
 
     _add_run_command(sub)

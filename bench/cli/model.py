@@ -17,15 +17,18 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from commbench.analysis.perfmodel import alphabeta, ssdsgd, terngrad
-from commbench.analysis.perfmodel.measured import step_time_of
-from commbench.analysis.perfmodel.tables import (Network, StepTime, calibration, figure5_table, method_overrides,
-                                                 render, ssdsgd_costs, ssdsgd_table, terngrad_table)
 from commbench.config import ConfigError, ascii_float, ascii_int, check_names, parse_set
 from commbench.config.parsers import (MAX_LIST_VALUE, bounded, int_list, output_file, output_folder, rate_bytes,
                                       size_bytes)
 from commbench.store.safe_io import output_root
+
+# The tables (and the byte ledger under them) import torch: each command imports them when it runs, so that the
+# parser, and --help, start at once.
+if TYPE_CHECKING:
+    from commbench.analysis.perfmodel.tables import Network, StepTime
 
 DEFAULT_TASK = "alexnet-imagenet"
 MAX_BATCH = 10 ** 9           # samples per step: past any data set's size
@@ -45,6 +48,9 @@ def methods_of(text: str) -> list[str]:
 def step_and_task(args) -> tuple[str, StepTime]:
     """The task and one worker's step time (with its batch and source), from --task, --step-time, --record,
     --batch."""
+    from commbench.analysis.perfmodel.measured import step_time_of
+    from commbench.analysis.perfmodel.tables import StepTime
+
     record = step_time_of(args.record) if args.record else None
     task = args.task or (record or {}).get("task") or DEFAULT_TASK
     check_names({"task": task})
@@ -64,6 +70,8 @@ def step_and_task(args) -> tuple[str, StepTime]:
 
 def network_of(args, default_rate: str, default_latency_s: float) -> Network:
     """The network from --calibration, or --network and --latency-us (or the model's defaults)."""
+    from commbench.analysis.perfmodel.tables import Network
+
     latency = bounded(args.latency_us, "--latency-us", at_least=0, at_most=MAX_LATENCY_US)
     if args.calibration:
         if args.network or latency is not None:
@@ -87,6 +95,8 @@ def emit(text: str, out: str | None) -> None:
 
 # -- subcommands ------------------------------------------------------------------------------------------
 def run_terngrad(args) -> int:
+    from commbench.analysis.perfmodel.tables import method_overrides, render, terngrad_table
+
     if args.figure5:
         return run_figure5(args)
     if args.utilization is not None:
@@ -110,6 +120,8 @@ def run_terngrad(args) -> int:
 
 
 def run_figure5(args) -> int:
+    from commbench.analysis.perfmodel.tables import figure5_table, render
+
     given = [flag for flag, value in (("--step-time", args.step_time), ("--record", args.record),
                                       ("--network", args.network), ("--latency-us", args.latency_us),
                                       ("--calibration", args.calibration), ("--batch", args.batch),
@@ -124,6 +136,8 @@ def run_figure5(args) -> int:
 
 
 def run_ssdsgd(args) -> int:
+    from commbench.analysis.perfmodel.tables import method_overrides, render, ssdsgd_costs, ssdsgd_table
+
     ks = int_list(args.k, "--k")
     direct = {name: bounded(getattr(args, name), f"--{name.replace('_', '-')}", at_least=0)
               for name in ("tf", "tb", "tc", "hb_last", "hc_first", "hloc_first", "hs")}
@@ -138,6 +152,8 @@ def run_ssdsgd(args) -> int:
 
 
 def run_calibrate(args) -> int:
+    from commbench.analysis.perfmodel.tables import calibration
+
     if not 2 <= args.world_size <= alphabeta.MAX_WORLD_SIZE:  # each a process on this machine
         raise ConfigError(f"--world-size: a calibration runs 2 to {alphabeta.MAX_WORLD_SIZE} processes on this "
                           f"machine, got {args.world_size}")
@@ -151,6 +167,7 @@ def run_calibrate(args) -> int:
 
 def run_tta(args) -> int:
     from commbench.analysis.perfmodel import clusters, tta_tables
+    from commbench.analysis.perfmodel.tables import render
 
     results = Path(args.results)
     if not results.is_dir():

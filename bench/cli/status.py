@@ -15,7 +15,7 @@ from commbench.store.records import FINISHED, UNKNOWN_CPU, Status, cpu_of
 def run(args) -> int:
     from commbench.launch.owner import holders
     from commbench.launch.queue import queue_states, reconcile, submissions
-    from commbench.launch.runner import claims_dir
+    from commbench.launch.progress import claims_dir  # launch.runner, which names it too, imports torch
     from commbench.store.records import iter_records
 
     out = Path(args.results)
@@ -61,9 +61,16 @@ def run(args) -> int:
 
 def _estimate(left: Iterable[dict], records: Iterable[dict], how: bool = True) -> str:
     from commbench.analysis.eta import describe, time_left
-    from commbench.run.devices import auto_device_type
 
-    return describe(*time_left(left, records, here=auto_device_type()), how=how)
+    left = list(left)
+    # what this machine trains on matters only for runs left to estimate; asking imports torch (a folder of
+    # finished runs is read without it)
+    here = "cpu"
+    if left:
+        from commbench.run.devices import auto_device_type
+
+        here = auto_device_type()
+    return describe(*time_left(left, records, here=here), how=how)
 
 
 class _Folder:
@@ -195,8 +202,7 @@ def _unlisted_line(out: Path, run_id: str, running: dict) -> tuple[str, str]:
 
 def _live(out: Path, run_id: str) -> dict | None:
     """Where a run being trained here stands now (its ProgressFile), or None."""
-    from commbench.launch.progress import read_progress
-    from commbench.launch.runner import progress_path
+    from commbench.launch.progress import progress_path, read_progress
 
     return read_progress(progress_path(out, run_id))
 
@@ -216,7 +222,7 @@ def _pace(live: dict, cfg: dict) -> str:
 
 def _checkpoint_step(out: Path, run_id: str) -> int | None:
     from commbench.run.checkpoint import Checkpoints
-    from commbench.launch.runner import checkpoint_dir
+    from commbench.launch.progress import checkpoint_dir
 
     latest = Checkpoints(checkpoint_dir(out, run_id)).latest()
     return latest.get("step") if latest else None

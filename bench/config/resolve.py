@@ -13,9 +13,8 @@ from commbench.config.parsers import boolean, clipped, identifier, integer, numb
 from commbench.config.runconfig import RunConfig
 from commbench.config.settings import GENERIC, KEYS, SETTINGS
 from commbench.config.userfiles import load_yaml
-from commbench.methods import param_fields, registry
+from commbench.methods import registry
 from commbench.methods.registry import MethodRegistryError, UnknownMethod
-from commbench.tasks import TASKS
 
 
 def parse_set(items: list[str]) -> dict[str, Any]:
@@ -45,7 +44,15 @@ def method_class(name: Any) -> type:
         raise ConfigError(str(exc)) from None
 
 
+def server_count(cfg: RunConfig) -> int:
+    """Parameter-server processes a dist run of ``cfg`` needs beside its workers: a fact of its method and the
+    method's parameters, so it lives beside them (the launcher, the workers and the preflight ask it here)."""
+    return registry.get(cfg.method).servers_needed(registry.params_for(cfg.method, cfg.method_params))
+
+
 def method_param_types(method: str) -> dict[str, Any]:
+    from commbench.methods import param_fields  # commbench.methods.base imports torch: not at import (a fast --help)
+
     cls = method_class(method).Params
     hints = typing.get_type_hints(cls)
     return {name: hints[name] for name in param_fields(cls)}
@@ -65,6 +72,8 @@ def _coerce_method_param(method: str, key: str, typ: Any, v: Any) -> Any:
 
 def check_names(settings: Mapping[str, Any]) -> None:
     """Unknown keys, tasks, methods: the checks a grid can make before choosing per-run values."""
+    from commbench.tasks import TASKS  # the tasks import torch: loaded at first use, not at import (a fast --help)
+
     for key in settings:
         if not isinstance(key, str) or (key not in KEYS and not key.startswith("method.")):
             raise ConfigError(f"unknown key {shown(key)}")
@@ -82,6 +91,8 @@ def resolve(settings: Mapping[str, Any]) -> RunConfig:
     for required in ("task", "method"):
         if required not in settings:
             raise ConfigError(f"{required}: missing (--{required} NAME)")
+    from commbench.tasks import TASKS  # loaded by check_names above; here only named
+
     task, method = TASKS[settings["task"]], settings["method"]
     recipe_name = settings.get("recipe") or next(iter(task.recipes))
     if not isinstance(recipe_name, str) or recipe_name not in task.recipes:

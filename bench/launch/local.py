@@ -22,11 +22,13 @@ from typing import Callable
 from commbench.store.safe_io import ensure_folder, open_new, tail_lines
 from commbench.config import RunConfig
 from commbench.run.checkpoint import STOP_SIGNALS, on_stop_signal, stop_signals_held
-from commbench.run.devices import dist_backend
-from commbench.run.train import Outcome, server_count
+from commbench.config.resolve import server_count
+from commbench.run.train import Outcome
 from commbench.methods.comm.dist import free_port
 from commbench.run.worker import LAUNCHER_ENV
 from commbench.launch import owner
+# GpusTooFew is the preflight's; check_gpus raises it here too, and callers of the launcher catch it from here
+from commbench.launch.preflight import GpusTooFew, check_gpus  # noqa: F401
 
 
 RUN_DIR_PREFIX = "commbench-"  # the launcher's temporary folder of a run: its config, progress and result
@@ -64,10 +66,6 @@ def _describe(who: str, code: int, log: Path) -> str:
     return f"{who} exited with code {code}: {_last_line(log) or 'no message'} (log: {log})"
 
 
-class GpusTooFew(RuntimeError):
-    """A local dist run on NCCL with more processes than the host has GPUs."""
-
-
 def launch_local(cfg: RunConfig, log_dir: Path, report: Callable[[int, int, float], None] | None = None,
                  save_weights: bool = False, poll_s: float = 0.1,
                  checkpoint_dir: Path | None = None) -> tuple[Outcome, dict]:
@@ -77,17 +75,10 @@ def launch_local(cfg: RunConfig, log_dir: Path, report: Callable[[int, int, floa
     With ``cfg.net`` (a link rate) every process runs in its own network namespace of an emulated network
     (:mod:`.netns`), built before they start and torn down after they end, and the outcome's metrics get
     ``wire_bytes_measured`` (what it counts: :meth:`.netns.Network.wire_bytes`)."""
+    check_gpus(cfg)  # the preflight refused such a run already; this guards callers that come here directly
     total = cfg.workers + server_count(cfg)
-    if dist_backend(cfg) == "nccl":
-        import torch
-
-        if total > torch.cuda.device_count():  # NCCL refuses two processes on one GPU ("invalid usage")
-            raise GpusTooFew(f"dist on NCCL takes one GPU per process: {total} processes, "
-                             f"{torch.cuda.device_count()} GPU(s) on this host; run the workers in one process "
-                             f"(--backend sim) or on gloo (--set device=cpu)")
     remove_stale_run_dirs()
-    results = log_dir.parent.parent  # ROOT/logs/<run_id>: nothing below ROOT is written through a link
-    ensure_folder(log_dir, results)
+    ensure_folder(log_dir, _results_root(log_dir))
     with contextlib.ExitStack() as stack:
         run = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=RUN_DIR_PREFIX)))
         (run / OWNER_FILE).write_text(json.dumps(owner.me()))
@@ -96,57 +87,82 @@ def launch_local(cfg: RunConfig, log_dir: Path, report: Callable[[int, int, floa
             from commbench.launch.netns import emulated_network
 
             net = stack.enter_context(emulated_network(total, cfg.net))
-        (run / "config.json").write_text(json.dumps({
-            "config": cfg.to_dict(), "save_weights": save_weights,
-            "checkpoint_dir": str(checkpoint_dir.resolve()) if checkpoint_dir else None}))
-        # LOCAL_WORLD_SIZE counts the workers only: it sets each worker's share of the cores, which must be
-        # what a sim run of the same configuration uses (servers do elementwise sums and need little).
-        base_env = {**os.environ, "MASTER_ADDR": net.address(0) if net else "127.0.0.1",
-                    "MASTER_PORT": str(free_port()), "WORLD_SIZE": str(total), "LOCAL_WORLD_SIZE": str(cfg.workers),
-                    "COMMBENCH_WORKER": "1", LAUNCHER_ENV: str(os.getpid())}
-        if net:
-            # Every byte between processes must cross the emulated links: gloo and NCCL bind the namespace's
-            # link (not whatever the host name resolves to), and NCCL may not take its shared-memory or
-            # GPU-to-GPU shortcuts between processes of one host.
-            base_env.update(GLOO_SOCKET_IFNAME=net.interface, NCCL_SOCKET_IFNAME=net.interface,
-                            NCCL_SHM_DISABLE="1", NCCL_P2P_DISABLE="1", NCCL_IB_DISABLE="1")
-        names = [f"worker {r}" for r in range(cfg.workers)] + [f"server {s}" for s in range(total - cfg.workers)]
-        procs, logs = [], []
+        _write_run_spec(run, cfg, save_weights, checkpoint_dir)
         wire_before = net.wire_bytes(range(cfg.workers)) if net else None
-        try:
-            # The processes start with the stop signals held (they take them once their handler is in), and
-            # one that reaches this process while they start is passed on once they all exist.
-            with _forward_stop_signals(procs):
-                with stop_signals_held():
-                    for rank in range(total):
-                        log = log_dir / (f"rank{rank}.log" if rank < cfg.workers
-                                         else f"server{rank - cfg.workers}.log")
-                        logs.append(log)
-                        command = [sys.executable, "-m", "commbench.run.worker", str(run)]
-                        with open_new(log, results) as fh:
-                            procs.append(subprocess.Popen(
-                                net.exec_prefix(rank) + command if net else command, stdout=fh,
-                                stderr=subprocess.STDOUT, env={**base_env, "RANK": str(rank), "LOCAL_RANK": str(rank)}))
-                _watch(procs, logs, names, run, report, poll_s)
-        finally:
-            for p in procs:
-                if p.poll() is None:
-                    p.kill()
-            for p in procs:
-                p.wait()
+        _run_processes(cfg, run, log_dir, _process_env(cfg, total, net), net, report, poll_s)
         result = json.loads((run / "result.json").read_text())
         if net:
             # A resumed run's ledger counts every attempt since step 0, the links only this one: not comparable.
             measured = net.wire_bytes(range(cfg.workers)) - wire_before
             result["metrics"]["wire_bytes_measured"] = None if result.get("resumed_at") else measured
-        weights = None
-        if save_weights and (run / "weights.pt").exists():
-            import torch
-
-            weights = torch.load(run / "weights.pt", weights_only=True)
+        weights = _saved_weights(run) if save_weights else None
     outcome = Outcome(result["status"], result["metrics"], result["history"], result["data"], weights,
                       result.get("stopped_by"), result.get("resumed_at", []), result.get("devices", []))
     return outcome, {"world_size": result["world_size"], "dist_backend": result["dist_backend"]}
+
+
+def _results_root(log_dir: Path) -> Path:
+    """ROOT of a run's ROOT/logs/<run_id>: nothing below it is written through a link."""
+    return log_dir.parent.parent
+
+
+def _write_run_spec(run: Path, cfg: RunConfig, save_weights: bool, checkpoint_dir: Path | None) -> None:
+    """What every process reads at its start (:mod:`commbench.run.worker`): the run and what to keep of it."""
+    (run / "config.json").write_text(json.dumps({
+        "config": cfg.to_dict(), "save_weights": save_weights,
+        "checkpoint_dir": str(checkpoint_dir.resolve()) if checkpoint_dir else None}))
+
+
+def _process_env(cfg: RunConfig, total: int, net) -> dict:
+    """The environment the ``total`` processes share (each adds its RANK): where they meet, and how many."""
+    # LOCAL_WORLD_SIZE counts the workers only: it sets each worker's share of the cores, which must be
+    # what a sim run of the same configuration uses (servers do elementwise sums and need little).
+    env = {**os.environ, "MASTER_ADDR": net.address(0) if net else "127.0.0.1",
+           "MASTER_PORT": str(free_port()), "WORLD_SIZE": str(total), "LOCAL_WORLD_SIZE": str(cfg.workers),
+           "COMMBENCH_WORKER": "1", LAUNCHER_ENV: str(os.getpid())}
+    if net:
+        # Every byte between processes must cross the emulated links: gloo and NCCL bind the namespace's
+        # link (not whatever the host name resolves to), and NCCL may not take its shared-memory or
+        # GPU-to-GPU shortcuts between processes of one host.
+        env.update(GLOO_SOCKET_IFNAME=net.interface, NCCL_SOCKET_IFNAME=net.interface,
+                   NCCL_SHM_DISABLE="1", NCCL_P2P_DISABLE="1", NCCL_IB_DISABLE="1")
+    return env
+
+
+def _run_processes(cfg: RunConfig, run: Path, log_dir: Path, env: dict, net, report, poll_s: float) -> None:
+    """Start one process per rank, each writing its own log under ``log_dir``, and watch them to the end (or
+    to the first failure); none of them outlives this call."""
+    total = int(env["WORLD_SIZE"])
+    names = [f"worker {r}" for r in range(cfg.workers)] + [f"server {s}" for s in range(total - cfg.workers)]
+    logs = [log_dir / (f"rank{r}.log" if r < cfg.workers else f"server{r - cfg.workers}.log") for r in range(total)]
+    command = [sys.executable, "-m", "commbench.run.worker", str(run)]
+    procs = []
+    try:
+        # The processes start with the stop signals held (they take them once their handler is in), and
+        # one that reaches this process while they start is passed on once they all exist.
+        with _forward_stop_signals(procs):
+            with stop_signals_held():
+                for rank, log in enumerate(logs):
+                    with open_new(log, _results_root(log_dir)) as fh:
+                        procs.append(subprocess.Popen(
+                            net.exec_prefix(rank) + command if net else command, stdout=fh,
+                            stderr=subprocess.STDOUT, env={**env, "RANK": str(rank), "LOCAL_RANK": str(rank)}))
+            _watch(procs, logs, names, run, report, poll_s)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+        for p in procs:
+            p.wait()
+
+
+def _saved_weights(run: Path) -> dict | None:
+    """Worker 0's final weights, where its process saved them."""
+    if not (run / "weights.pt").exists():
+        return None
+    import torch
+
+    return torch.load(run / "weights.pt", weights_only=True)
 
 
 @contextlib.contextmanager

@@ -3,8 +3,8 @@ record after the training (or an error at the end of it).
 
 Static limits (a seed's range, a batch larger than the data set) are :func:`commbench.config.resolve`'s; these
 are the checks against this machine: the output folder can be written, the data root is a folder, the data
-set is on disk (or can be fetched now), a CUDA device exists where one is asked for, an emulated network can
-hold the run's processes.
+set is on disk (or can be fetched now), a CUDA device exists where one is asked for (and one per process of a
+dist run on NCCL), an emulated network can hold the run's processes.
 """
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from commbench.tasks import TASKS
 from commbench.tasks.data.base import DataUnavailable
 
 from commbench.config import ConfigError, RunConfig
+from commbench.config.resolve import server_count
 
 
 # A newline in a path that goes into a Slurm batch script ends the line it is quoted on, and the rest runs as a
@@ -63,9 +64,14 @@ def output_folder(out: str | Path, option: str = "--results") -> Path:
     return out
 
 
+class GpusTooFew(ConfigError):
+    """A local dist run on NCCL with more processes than this machine has GPUs."""
+
+
 def check_machine(cfg: RunConfig, local: bool = True) -> None:
     """The run's demands on this machine, other than its data: a data root that is a folder, a CUDA device
-    where one is asked for, an emulated network that can be built and holds the run's processes."""
+    where one is asked for, a GPU for each process of a dist run on NCCL, an emulated network that can be built
+    and holds the run's processes."""
     if cfg.data_root is not None:
         root = Path(cfg.data_root)
         if root.exists() and not root.is_dir():
@@ -74,7 +80,6 @@ def check_machine(cfg: RunConfig, local: bool = True) -> None:
         return
     if cfg.net is not None:
         from commbench.launch.netns import MAX_RANKS, require_netns
-        from commbench.run.train import server_count
 
         require_netns()
         processes = cfg.workers + server_count(cfg)
@@ -87,6 +92,29 @@ def check_machine(cfg: RunConfig, local: bool = True) -> None:
         if not torch.cuda.is_available():
             raise ConfigError("device: cuda, but this machine has no CUDA device (device=auto uses one when there "
                               "is one)")
+    # torchrun or srun started the processes, maybe on several machines: this one's GPUs need not hold them all
+    if cfg.backend == "dist" and not under_outside_launcher():
+        check_gpus(cfg)
+
+
+def under_outside_launcher() -> bool:
+    """torchrun, Slurm's srun or a user's own script already started one process per worker."""
+    return "RANK" in os.environ and "WORLD_SIZE" in os.environ and "COMMBENCH_WORKER" not in os.environ
+
+
+def check_gpus(cfg: RunConfig) -> None:
+    """GpusTooFew where the local launcher would start more processes of a dist run on NCCL than this machine
+    has GPUs: NCCL refuses two processes on one GPU ("invalid usage"), but only once they all run."""
+    from commbench.run.devices import dist_backend
+
+    if dist_backend(cfg) != "nccl":
+        return
+    import torch
+
+    processes, gpus = cfg.workers + server_count(cfg), torch.cuda.device_count()
+    if processes > gpus:
+        raise GpusTooFew(f"dist on NCCL takes one GPU per process: {processes} processes, {gpus} GPU(s) on this "
+                         f"host; run the workers in one process (--backend sim) or on gloo (--set device=cpu)")
 
 
 def check_data(cfg: RunConfig) -> None:

@@ -14,6 +14,21 @@ from commbench.store.schema import PROGRESS, problem
 from commbench.store.safe_io import write_text
 
 
+# Where a results folder keeps a run's claim, progress and checkpoints. Here, not in launch.runner (which imports
+# torch), so that commbench status reads a folder without loading torch.
+def checkpoint_dir(out: Path, run_id: str) -> Path:
+    return Path(out) / "checkpoints" / run_id
+
+
+def claims_dir(out: Path) -> Path:
+    return Path(out) / "claims"
+
+
+def progress_path(out: Path, run_id: str) -> Path:
+    """Where a claimed run says how far it is (:class:`ProgressFile`), beside its claim."""
+    return claims_dir(out) / f"{run_id}.progress"
+
+
 class Progress:
     """``update(done, total, loss)`` from the training loop; ``close()`` at the end."""
 

@@ -14,8 +14,9 @@ from commbench.run.checkpoint import Checkpoints, UntrustedCheckpoint, stop_sign
 from commbench.config import ConfigError, RunConfig, never_acts
 from commbench.launch.local import launch_local
 from commbench.launch.owner import Claimed, claim, unwind_on_sigterm
-from commbench.launch.preflight import check_machine
-from commbench.launch.progress import Progress, ProgressFile
+from commbench.launch.preflight import check_machine, under_outside_launcher
+# the results folder's layout: defined in progress (no torch), for commbench status; named here as before
+from commbench.launch.progress import Progress, ProgressFile, checkpoint_dir, claims_dir, progress_path
 from commbench.store.provenance import code_changed_since, code_loaded, collect_env, now
 from commbench.store.safe_io import remove_stale_temporaries, write_with
 from commbench.store.signals import STOP_AND_END, signals_deferred
@@ -23,7 +24,8 @@ from commbench.store.records import (EMPTY_METRICS, FINISHED, Status, Unreadable
                                      read_or_set_aside, read_record, write_record)
 from commbench.run.devices import dist_backend
 from commbench.run.rank import run_rank
-from commbench.run.train import Outcome, server_count, train
+from commbench.config.resolve import server_count
+from commbench.run.train import Outcome, train
 
 
 @dataclass
@@ -61,15 +63,6 @@ def _failed_since(out: Path, run_id: str, started_at: str) -> bool:
                 and (record.get("env", {}).get("finished_at") or "") >= started_at)
 
 
-def checkpoint_dir(out: Path, run_id: str) -> Path:
-    return Path(out) / "checkpoints" / run_id
-
-
-def under_outside_launcher() -> bool:
-    """torchrun, Slurm's srun or a user's own script already started one process per worker."""
-    return "RANK" in os.environ and "WORLD_SIZE" in os.environ and "COMMBENCH_WORKER" not in os.environ
-
-
 def one_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
@@ -93,15 +86,6 @@ def code_of_this_process() -> tuple[str | None, bool | None]:
 
 class RunningElsewhere(RuntimeError):
     """The run is being trained by another live process on this results folder (another sweep's lane)."""
-
-
-def claims_dir(out: Path) -> Path:
-    return Path(out) / "claims"
-
-
-def progress_path(out: Path, run_id: str) -> Path:
-    """Where a claimed run says how far it is (launch.progress.ProgressFile), beside its claim."""
-    return claims_dir(out) / f"{run_id}.progress"
 
 
 def execute(cfg: RunConfig, out: Path, *, force: bool = False, save_weights: bool = False,

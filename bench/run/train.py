@@ -3,7 +3,7 @@
 The same code runs every local worker of a process: all N under ``sim``, one under ``dist``. Each step draws
 one global batch; worker i reads slice i of it; each worker computes its gradient; the method exchanges and
 updates. Worker i's dropout comes from its own generator seeded by (seed, i) in both transports, and a
-sample's augmentation from (seed, step, sample index) alone (``tasks.data``), so a sim run and a dist run of
+sample's augmentation from (seed, step, sample index) alone (``commbench.tasks.data``), so a sim run and a dist run of
 one configuration compute the same thing.
 """
 from __future__ import annotations
@@ -28,6 +28,8 @@ from commbench.run.checkpoint import Checkpoints, capture_rng, on_device, restor
 from commbench.run.devices import describe_device, pick_device, set_threads
 from commbench.run.evaluation import eval_steps, evaluate, recompute_batch_norm, share_parameters
 from commbench.config import RunConfig
+# defined with the method's parameters (config.resolve); imported here too, so that callers of the old home work
+from commbench.config.resolve import server_count  # noqa: F401
 from commbench.run.optim import EMA, lr_at, make_optimizer
 from commbench.run.precision import compute_context, for_methods, uses_channels_last
 from commbench.run.rhythm import final_totals, is_log_point, log_stride
@@ -101,11 +103,6 @@ class GlobalBatches:
         return self._perm[j * self.batch:(j + 1) * self.batch]
 
 
-def server_count(cfg: RunConfig) -> int:
-    """Parameter-server processes a dist run of ``cfg`` needs beside its workers."""
-    return registry.get(cfg.method).servers_needed(registry.params_for(cfg.method, cfg.method_params))
-
-
 class Exchange:
     """How one step's gradients travel: per bucket while backward runs (``exchange=overlapped``, DDP's way:
     a gradient hook on every parameter starts its bucket's exchange as soon as the bucket is complete), or the
@@ -169,19 +166,43 @@ class Trainer:
     def __init__(self, cfg: RunConfig, comm: Communicator, checkpoints: Checkpoints | None):
         set_threads(cfg)
         self.cfg, self.comm, self.checkpoints = cfg, comm, checkpoints
-        self.device = device = pick_device(cfg, comm)
-        self.task = task = TASKS[cfg.task]
-        self.data = task.load_data(cfg.dataset, Path(cfg.data_root or "data"), cfg.model_variant)
+        self.device = pick_device(cfg, comm)
+        self.task = TASKS[cfg.task]
+        self.data = self.task.load_data(cfg.dataset, Path(cfg.data_root or "data"), cfg.model_variant)
         self.holds_rank0 = comm.local_ranks[0] == 0
+        template = self._build_models()
+        self._build_method(template)
+        self.grad_elements = sum(p.numel() for p in template.parameters())
+        del template
+        self.rng_states = self._seed_worker_streams()
+        self.swap_rng = len(comm.local_ranks) > 1
+        self._build_evaluated_models()
+        self.evals, self.stride = eval_steps(cfg), log_stride(cfg)
+        self.loop = Loop()
+        self.resume()
+        self._note_device()
+        self.streams = {r: self.data.train_stream(self.worker_batches(r), cfg.seed) for r in comm.local_ranks}
+        self.loss_sum = torch.tensor(self.loop.loss_sum, dtype=torch.float64, device=self.device)
+        self.exchange = Exchange(cfg, self.method, self.workers)
+        self.last_report = time.monotonic()
 
+    # -- set-up ------------------------------------------------------------------------------------------------
+    def _build_models(self) -> torch.nn.Module:
+        """One model per local worker, on the device; returns the template they were copied from."""
+        cfg = self.cfg
         # Identical initial weights everywhere: one seed, one construction, copies for local workers.
         torch.manual_seed(cfg.seed)
-        template = task.make_model(cfg.model_variant, self.data.num_classes, self.data.input_shape[0],
-                                   cfg.model_options)
+        template = self.task.make_model(cfg.model_variant, self.data.num_classes, self.data.input_shape[0],
+                                        cfg.model_options)
         self.channels_last = uses_channels_last(template, cfg.precision)
-        self.models = [copy.deepcopy(template).to(device).train() for _ in comm.local_ranks]
+        self.models = [copy.deepcopy(template).to(self.device).train() for _ in self.comm.local_ranks]
         if self.channels_last:  # the layout bfloat16 convolutions want; the methods still see standard gradients
             self.models = [m.to(memory_format=torch.channels_last) for m in self.models]
+        return template
+
+    def _build_method(self, template: torch.nn.Module) -> None:
+        """The workers (parameters, optimizer, own seed) and the method that exchanges their gradients."""
+        cfg, comm = self.cfg, self.comm
         self.method_cls = registry.get(cfg.method)
         method_params = registry.params_for(cfg.method, cfg.method_params)
         # Simulated workers of a synchronous method hold one set of parameters and one optimizer (their values
@@ -197,35 +218,31 @@ class Trainer:
                                shares=comm.local_ranks[0] if self.shared and i else None)
                         for i, (rank, m) in enumerate(zip(comm.local_ranks, self.models))]
         self.method = self.method_cls(comm, self.workers, method_params,
-                                      task.weight_decay_map(template, cfg.weight_decay), ema=cfg.ema)
-        self.grad_elements = sum(p.numel() for p in template.parameters())
-        del template
+                                      self.task.weight_decay_map(template, cfg.weight_decay), ema=cfg.ema)
 
-        # Worker i's own random stream (dropout), the same in sim and dist.
-        self.rng_states = {}
-        for rank in comm.local_ranks:
-            torch.manual_seed(derive_seed(cfg.seed, rank))  # seeds the CUDA generators too
-            self.rng_states[rank] = self.get_rng()
-        self.swap_rng = len(comm.local_ranks) > 1
+    def _seed_worker_streams(self) -> dict:
+        """Worker i's own random stream (dropout), the same in sim and dist: its generators' states, by rank."""
+        states = {}
+        for rank in self.comm.local_ranks:
+            torch.manual_seed(derive_seed(self.cfg.seed, rank))  # seeds the CUDA generators too
+            states[rank] = self.get_rng()
+        return states
 
+    def _build_evaluated_models(self) -> None:
         # Worker 0's model is evaluated (averaged here where the recipe averages), as a worker's own model is what
         # a training framework scores (MXNet's fit scores SSD-SGD's local weights). A method with global weights of
         # its own (a parameter server's, averaged by the method) is scored on them too, as top1_global.
-        self.ema = EMA(self.models[0], cfg.ema) if cfg.ema and self.holds_rank0 else None
-        self.eval_model = copy.deepcopy(self.models[0]) if self.ema and self.holds_rank0 else None
-        self.global_model = (copy.deepcopy(self.models[0]) if self.method.has_global_weights and self.holds_rank0
-                             else None)
-        self.evals, self.stride = eval_steps(cfg), log_stride(cfg)
-        self.loop = Loop()
-        self.resume()
+        cfg, rank0 = self.cfg, self.holds_rank0
+        self.ema = EMA(self.models[0], cfg.ema) if cfg.ema and rank0 else None
+        self.eval_model = copy.deepcopy(self.models[0]) if self.ema and rank0 else None
+        self.global_model = copy.deepcopy(self.models[0]) if self.method.has_global_weights and rank0 else None
+
+    def _note_device(self) -> None:
+        """This stretch's device in the loop's list, after one None for each earlier stretch a checkpoint older
+        than the list left undescribed."""
         self.loop.devices += [None] * (len(self.loop.resumed_at) - len(self.loop.devices))
         self.loop.devices.append(describe_device(self.device))
-        self.streams = {r: self.data.train_stream(self.worker_batches(r), cfg.seed) for r in comm.local_ranks}
-        self.loss_sum = torch.tensor(self.loop.loss_sum, dtype=torch.float64, device=device)
-        self.exchange = Exchange(cfg, self.method, self.workers)
-        self.last_report = time.monotonic()
 
-    # -- set-up ------------------------------------------------------------------------------------------------
     def get_rng(self):
         cuda = self.device.type == "cuda"
         return torch.get_rng_state(), torch.cuda.get_rng_state(self.device) if cuda else None

@@ -44,7 +44,7 @@ def main(run_dir: str) -> int:
     from commbench.config import RunConfig
     from commbench.run.devices import dist_backend
     from commbench.run.rank import run_rank
-    from commbench.run.train import server_count
+    from commbench.config.resolve import server_count
     from commbench.store.records import atomic_write
 
     cfg = RunConfig.from_dict(spec["config"])

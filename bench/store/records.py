@@ -10,28 +10,17 @@ import datetime
 import json
 import math
 import os
-import re
-import stat
 import sys
 from pathlib import Path
 from typing import Any, Callable, Iterator, TypedDict
 
 from commbench.store.safe_io import read_small_text, write_text
-from commbench.store.schema import record_problem
+# the statuses, names and version a record has are declared with its fields (store/schema.py), and kept here by
+# their old names: every reader imports them from this module
+from commbench.store.schema import (FINISHED, RECORDED_METRIC_NAMES, SAFE_NAME, SCHEMA_VERSION, STATUSES, Status,
+                                    record_problem)
 
-SCHEMA_VERSION = 1
-class Status:
-    """A record's status. ``INTERRUPTED``: a stop signal came, the checkpoint is saved, and running the same
-    configuration again resumes from it (a Slurm job requeues itself instead and writes no record)."""
-
-    DONE, DIVERGED, FAILED, INTERRUPTED = "done", "diverged", "failed", "interrupted"
-
-
-STATUSES = (Status.DONE, Status.DIVERGED, Status.FAILED, Status.INTERRUPTED)
 EXIT_INTERRUPTED = 75  # EX_TEMPFAIL: a command whose run a checkpoint signal interrupted (resumable)
-FINISHED = (Status.DONE, Status.DIVERGED)  # never run again without --force
-# run ids and names the harness writes: safe as file names and inside a Slurm batch script
-SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
 
 
 class UnreadableRecord(ValueError):
@@ -93,39 +82,6 @@ def write_record(out: Path, record: dict) -> Path:
     return path
 
 
-_NUMBER = (int, float)
-_CONFIG_TYPES = {"task": str, "method": str, "workers": int, "steps": int, "seed": int, "backend": str}
-
-
-def problem(record: Any) -> str | None:
-    """Why a parsed record is not one this harness can use, or None. Checks what readers rely on: the keys,
-    their types, and numbers where numbers belong (a string in a metric would crash a table)."""
-    if not isinstance(record, dict):
-        return "not a JSON object"
-    if record.get("schema_version") != SCHEMA_VERSION:
-        return f"schema_version {record.get('schema_version')!r}, not {SCHEMA_VERSION}"
-    if not isinstance(record.get("run_id"), str) or not SAFE_NAME.match(record["run_id"]):
-        return f"run_id {record.get('run_id')!r} is not a run id"
-    if record.get("status") not in STATUSES:
-        return f"status {record.get('status')!r} is not one of {', '.join(STATUSES)}"
-    for key in ("config", "metrics"):
-        if not isinstance(record.get(key), dict):
-            return f"{key} is missing or not an object"
-    for key, typ in _CONFIG_TYPES.items():
-        value = record["config"].get(key)
-        if not isinstance(value, typ) or isinstance(value, bool):
-            return f"config.{key} is {value!r}, not a{'n integer' if typ is int else ' string'}"
-    for key, value in record["metrics"].items():
-        if value is not None and not isinstance(value, (*_NUMBER, dict, list)) or isinstance(value, (bool, str)):
-            return f"metrics.{key} is {value!r}, not a number"
-    if not isinstance(record.get("history", []), list) or not all(isinstance(h, dict) for h in record.get("history", [])):
-        return "history is not a list of objects"
-    for key in ("data", "env"):
-        if record.get(key) is not None and not isinstance(record[key], dict):
-            return f"{key} is not an object"
-    return record_problem(record)  # every declared field, by its declared type (store/schema.py)
-
-
 UNKNOWN_CPU = "unknown CPU"
 
 
@@ -160,7 +116,7 @@ def load_record(path: Path) -> dict:
     except (RecursionError, ValueError, MemoryError) as exc:  # nesting too deep, a 5,000-digit integer
         raise UnreadableRecord(f"{path}: not a record ({type(exc).__name__}: "
                                f"{str(exc).splitlines()[0][:120] if str(exc) else 'too large'})") from None
-    why = problem(record)
+    why = record_problem(record)
     if why is not None:
         raise UnreadableRecord(f"{path}: {why}")
     if record["run_id"] != Path(path).stem:
@@ -252,6 +208,5 @@ def part_way_line(results: Path) -> str | None:
             f"of its grid resumes it): {shown}{more}")
 
 
-EMPTY_METRICS = dict.fromkeys(
-    ("top1", "top5", "final_train_loss", "steps", "samples_seen", "wall_s", "train_s", "images_per_s",
-     "bytes_sent", "bytes_received", "bytes_fp32_equiv", "wire_bytes_measured"))
+# a record written without an outcome (a failed run, a Slurm job that ended without one): every metric null
+EMPTY_METRICS = dict.fromkeys(RECORDED_METRIC_NAMES)

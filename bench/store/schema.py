@@ -1,5 +1,6 @@
 """What a record holds, declared once: every field a reader uses, with its type (docs/record-format.md documents
-the same fields, and tests/store/test_schema.py holds the two together).
+the same fields, and tests/store/test_schema.py holds the two together), and :func:`record_problem`, the one
+check a record must pass to be read.
 
 A type is a name (``str``, ``int``, ``number``, ``bool``, ``dict``, ``list``, ``scalars``: a dict of plain JSON
 values), with ``?`` where null is allowed; a nested dict is itself a declaration. Numbers are finite, and some
@@ -8,6 +9,11 @@ types promise more, since readers divide by them, sum them or put them in sets: 
 it, ``100mbit``), ``list[int]`` and ``list[str?]``. A field not present is allowed (records made before it
 existed lack it), except the few every reader needs (:data:`REQUIRED`); a field present with another type makes
 the record unreadable, named in one line. Fields not declared here are kept and not read.
+
+The config part (:data:`CONFIG`) is the record types the settings declare (bench/config/settings.py,
+``record_config_schema``). The store imports nothing from the rest of bench, so that any reader can check a
+record with the store alone; it keeps this copy, and tests/config/test_record_schema.py holds it equal to the
+one derived from the settings.
 """
 from __future__ import annotations
 
@@ -15,31 +21,68 @@ import math
 import re
 from typing import Any
 
+SCHEMA_VERSION = 1
+
+
+class Status:
+    """A record's status. ``INTERRUPTED``: a stop signal came, the checkpoint is saved, and running the same
+    configuration again resumes from it (a Slurm job requeues itself instead and writes no record)."""
+
+    DONE, DIVERGED, FAILED, INTERRUPTED = "done", "diverged", "failed", "interrupted"
+
+
+STATUSES = (Status.DONE, Status.DIVERGED, Status.FAILED, Status.INTERRUPTED)
+FINISHED = (Status.DONE, Status.DIVERGED)  # never run again without --force
+# run ids and names the harness writes: safe as file names and inside a Slurm batch script
+SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+
+# every type name a declaration may use (each also with ``?``: null allowed)
+KINDS = ("str", "int", "number", "bool", "dict", "list", "scalars", "count", "int>=0", "number>=0", "fraction",
+         "rate", "list[int]", "list[str?]")
+
+
+def is_kind(kind: Any) -> bool:
+    """Whether ``kind`` is a type name a declaration may use (:data:`KINDS`, with or without ``?``)."""
+    return isinstance(kind, str) and (kind in KINDS or (kind.endswith("?") and kind[:-1] in KINDS))
+
+
 TOP = {"schema_version": "int", "run_id": "str", "status": "str", "error": "str?", "config": "dict",
        "env": "dict", "metrics": "dict", "history": "list", "data": "dict?"}
 
+# a copy of the settings' record types (see the module's docstring): a field of several dotted settings is an
+# object of them by the name after the dot, the derived and bookkeeping fields follow the settings
 CONFIG = {
-    "task": "str", "method": "str", "dataset": "str", "workers": "count", "backend": "str", "seed": "int", "tier": "str",
-    "recipe": "str", "steps": "count", "global_batch": "count", "batch_per_worker": "count", "model_variant": "str",
-    "model_options": "scalars",
-    "optimizer": {"name": "str", "momentum": "number?", "momentum_form": "str?", "beta1": "number?",
-                  "beta2": "number?", "eps": "number?"},
+    "task": "str", "method": "str", "dataset": "str", "recipe": "str", "data_root": "str?", "backend": "str",
+    "workers": "count", "seed": "int", "tier": "str", "steps": "count", "global_batch": "count",
+    "model_variant": "str", "model_options": {"dropout": "number", "timm": "str", "bn_batch": "count"},
+    "optimizer": {"name": "str", "momentum": "number?", "momentum_form": "str?", "nesterov": "bool",
+                  "beta1": "number?", "beta2": "number?", "eps": "number?"},
     "lr_schedule": {"kind": "str", "base_lr": "number", "power": "number?", "end_lr": "number?", "gamma": "number?",
                     "step_size": "int?", "milestones": "list?", "warmup_steps": "int?"},
     "weight_decay": "number", "ema": "number",
     "eval": {"every": "int>=0", "batch_size": "count", "bn_batches": "int>=0"},
-    "method_params": "scalars", "method_version": "int", "exchange": "str", "bucket_mb": "number", "net": "rate?",
-    "node_link": "rate?", "device": "str", "threads": "count?", "deterministic": "bool", "fail_at_step": "int?",
-    "data_root": "str?", "checkpoint_every": "int", "step_sleep_s": "number", "sources": "dict", "overrides": "dict",
-    "precision": "str", "eval_target": "number?",
+    "eval_target": "number?", "device": "str", "threads": "count?", "fail_at_step": "int?", "deterministic": "bool",
+    "checkpoint_every": "int", "step_sleep_s": "number", "net": "rate?", "node_link": "rate?", "exchange": "str",
+    "bucket_mb": "number", "precision": "str",
+    "batch_per_worker": "count", "method_params": "scalars", "method_version": "int",
+    "sources": "dict", "overrides": "dict",
 }
 
+# The metrics every record holds, each named once here: the run writes them all (null where it has no value),
+# a record written without an outcome holds them all null (records.EMPTY_METRICS), and readers may index them.
+RECORDED_METRICS = {
+    "top1": "fraction?", "top5": "fraction?", "final_train_loss": "number?", "steps": "int>=0?",
+    "samples_seen": "int>=0?", "wall_s": "number>=0?", "train_s": "number>=0?", "images_per_s": "number>=0?",
+    "bytes_sent": "number>=0?", "bytes_received": "number>=0?", "bytes_fp32_equiv": "number>=0?",
+    "wire_bytes_measured": "number>=0?",
+}
+RECORDED_METRIC_NAMES = tuple(RECORDED_METRICS)
+
+# every metric a reader uses: those above, and those only some runs have (a method's own, a parameter server's)
 METRICS = {
-    "top1": "fraction?", "top5": "fraction?", "top1_global": "fraction?", "top5_global": "fraction?",
-    "final_train_loss": "number?", "final_weights": {"sha256": "str"}, "steps": "int>=0?", "samples_seen": "int>=0?",
-    "wall_s": "number>=0?", "train_s": "number>=0?", "images_per_s": "number>=0?", "bytes_sent": "number>=0?",
-    "bytes_received": "number>=0?", "server_bytes_sent": "number>=0?", "server_bytes_received": "number>=0?",
-    "bytes_fp32_equiv": "number>=0?", "wire_bytes_measured": "number>=0?", "parameters": "int>=0?",
+    **RECORDED_METRICS,
+    "top1_global": "fraction?", "top5_global": "fraction?", "final_weights": {"sha256": "str"},
+    "server_bytes_sent": "number>=0?", "server_bytes_received": "number>=0?", "parameters": "int>=0?",
     "threads_per_worker": "count?",
     "time_breakdown": {"forward_backward_s": "number?", "encode_s": "number?", "wait_s": "number?",
                        "decode_s": "number?", "update_s": "number?", "other_s": "number?"},
@@ -67,10 +110,11 @@ DATA = {"dataset": "str?", "synthetic": "bool?", "substitute_for": "str?", "sour
 CLAIM = {"pid": "int", "pid_started": "str?", "host": "str?", "since": "str?"}
 PROGRESS = {"step": "int", "steps": "int", "step_s": "number?", "updated": "str?"}
 
-# What every reader needs, where a record has it at all: a history point without its step cannot be drawn; a
-# finished run (done or diverged) without its steps and bytes cannot be put in a table.
-REQUIRED = {"history": ("step",), "finished metrics": ("steps", "bytes_sent")}
-FINISHED = ("done", "diverged")
+# What every reader needs, where a record has it at all: a record's run without its task, method, workers, steps,
+# seed or backend cannot be named or grouped; a history point without its step cannot be drawn; a finished run
+# (done or diverged) without its steps and bytes cannot be put in a table.
+REQUIRED = {"config": ("task", "method", "workers", "steps", "seed", "backend"), "history": ("step",),
+            "finished metrics": ("steps", "bytes_sent")}
 
 _SCALAR = (str, int, float, bool, type(None))
 LINK_RATE = re.compile(r"^(\d+(?:\.\d+)?)(kbit|mbit|gbit)$")  # as tc writes it (the net setting's spelling)
@@ -157,21 +201,58 @@ def _missing(value: dict, keys: tuple[str, ...], where: str) -> str | None:
 
 
 def record_problem(record: Any) -> str | None:
-    """Why a parsed record does not have the declared shape, or None."""
-    for declared, where in ((TOP, ""),):
-        if (why := problem(record, declared, where)) is not None:
-            return why
+    """Why a parsed record is not one a reader can use, or None: the one check every record passes before it is
+    read. Its envelope (version, run id, status, a config and metrics), every declared field by its declared type,
+    numbers where metrics belong (a string there would crash a table), and what every reader needs."""
+    return (_envelope_problem(record) or _declared_problem(record) or _metric_values_problem(record["metrics"])
+            or _required_problem(record))
+
+
+def _envelope_problem(record: Any) -> str | None:
+    if not isinstance(record, dict):
+        return "not a JSON object"
+    if record.get("schema_version") != SCHEMA_VERSION:
+        return f"schema_version {record.get('schema_version')!r}, not {SCHEMA_VERSION}"
+    if not isinstance(record.get("run_id"), str) or not SAFE_NAME.match(record["run_id"]):
+        return f"run_id {record.get('run_id')!r} is not a run id"
+    if record.get("status") not in STATUSES:
+        return f"status {record.get('status')!r} is not one of {', '.join(STATUSES)}"
+    for key in ("config", "metrics"):
+        if not isinstance(record.get(key), dict):
+            return f"{key} is missing or not an object"
+    return None
+
+
+def _declared_problem(record: dict) -> str | None:
+    if (why := problem(record, TOP)) is not None:
+        return why
     for section, declared in (("config", CONFIG), ("metrics", METRICS), ("env", ENV), ("data", DATA)):
         if isinstance(record.get(section), dict) and (why := problem(record[section], declared, section)):
             return why
-    if record.get("status") in FINISHED and isinstance(record.get("metrics"), dict):
+    for i, point in enumerate(record.get("history") or []):
+        if (why := problem(point, HISTORY_POINT, f"history[{i}]")) is not None:
+            return why
+    return None
+
+
+def _metric_values_problem(metrics: dict) -> str | None:
+    """A metric not declared is kept, but must still be what readers take metrics for: a number, an object, a
+    list or null."""
+    for key, value in metrics.items():
+        if isinstance(value, (bool, str)) or not (value is None or isinstance(value, (int, float, dict, list))):
+            return f"metrics.{key} is {str(value)[:60]!r}, not a number"
+    return None
+
+
+def _required_problem(record: dict) -> str | None:
+    if (why := _missing(record["config"], REQUIRED["config"], "config")) is not None:
+        return why
+    if record["status"] in FINISHED:
         if (why := _missing(record["metrics"], REQUIRED["finished metrics"], "metrics")) is not None:
             return why
         if record["metrics"]["steps"] < 1:  # a finished run trained: a rate per step is read from every one
             return f"metrics.steps is {record['metrics']['steps']} in a {record['status']} run, not at least 1"
     for i, point in enumerate(record.get("history") or []):
-        if (why := problem(point, HISTORY_POINT, f"history[{i}]")) is not None:
-            return why
         if (why := _missing(point, REQUIRED["history"], f"history[{i}]")) is not None:
             return why
     return None

@@ -9,7 +9,7 @@ uniform u = bits * 2^-24 in [0, 1).
 
 Kernels are compiled by numba (no compiler needed at run time) for CPU tensors; a plain torch path computes the
 same numbers for CUDA tensors (and where numba is missing). The layout of the packed bytes is the one of
-:mod:`methods.codecs.bits` (plane-major: byte j holds element k*m + j of each quarter, or fifth).
+:mod:`commbench.methods.codecs.bits` (plane-major: byte j holds element k*m + j of each quarter, or fifth).
 """
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ GOLDEN32, H1, H2, MASK32 = 0x9E3779B9, 0x7FEB352D, 0x846CA68B, 0xFFFFFFFF
 
 
 def key32(key: int) -> int:
-    """A tensor stream's 32-bit key from its 63-bit seed (:func:`methods.codecs.ternary.mix_seed`)."""
+    """A tensor stream's 32-bit key from its 63-bit seed (:func:`commbench.methods.codecs.ternary.mix_seed`)."""
     return (key ^ (key >> 32)) & MASK32
 
 
@@ -110,7 +110,7 @@ def trits_torch(flat, offsets, bounds, scales, keys) -> torch.Tensor:
 def decode_shared(payloads: list[torch.Tensor], n: int, offsets: np.ndarray, scales: torch.Tensor,
                   packing: str, out: torch.Tensor | None = None) -> torch.Tensor:
     """The average of N workers' packed trits under shared scalers: (sum of the trits) x (s / N), float32, from
-    the integer level (as :func:`methods.terngrad.mean_of_levels`). ``out``: a float32 buffer of n elements to
+    the integer level (as :func:`commbench.methods.terngrad.mean_of_levels`). ``out``: a float32 buffer of n elements to
     write into (a caller that decodes every step reuses one: a fresh 16 MB array costs the kernel's page faults,
     as long as the decode itself)."""
     if not payloads[0].is_cuda and _KERNELS is not None:
@@ -131,36 +131,35 @@ def decode_shared(payloads: list[torch.Tensor], n: int, offsets: np.ndarray, sca
 
 
 # -- the kernels -----------------------------------------------------------------------------------------------
-def _compile():
-    if numba is None:
-        return None
+# Defined only where numba imports (else the torch paths above stand in): module-level functions, so that each
+# kernel is compiled once per process, or loaded from numba's cache, at its first call.
+if numba is not None:
     u32 = numba.uint32
-    cache = cache_ok(__file__)
-    exact = {"cache": cache, "nogil": True, "error_model": "numpy"}  # arithmetic rounded as written
-    lanes = 32  # the stats' fixed accumulator lanes: the same sums whatever the vector width
+    _EXACT = {"cache": cache_ok(__file__), "nogil": True, "error_model": "numpy"}  # arithmetic rounded as written
+    _LANES = 32  # the stats' fixed accumulator lanes: the same sums whatever the vector width
 
-    @numba.njit(**exact)
-    def stats(g):
+    @numba.njit(**_EXACT)
+    def _stats(g):
         """One segment: sum and sum of squares and max|g|. The sums run in 32 float32 lanes in a fixed order,
         folded into float64 at the end: the same bits whatever the CPU's vector width (the compiler's own
         reassociation would not be). The max runs on the bit patterns (for non-negative floats their order is
         the integers' order)."""
         bits = g.view(np.uint32)
-        acc = np.zeros(lanes, np.float32)
-        acc2 = np.zeros(lanes, np.float32)
-        peaks = np.zeros(lanes, np.uint32)
+        acc = np.zeros(_LANES, np.float32)
+        acc2 = np.zeros(_LANES, np.float32)
+        peaks = np.zeros(_LANES, np.uint32)
         n = g.size
-        full = n - n % lanes
-        rows, row_bits = g[:full].reshape(full // lanes, lanes), bits[:full].reshape(full // lanes, lanes)
-        for r in range(full // lanes):  # (row, lane) indices: loop counters, so numba checks no wrap-around
-            for lane in range(lanes):
+        full = n - n % _LANES
+        rows, row_bits = g[:full].reshape(full // _LANES, _LANES), bits[:full].reshape(full // _LANES, _LANES)
+        for r in range(full // _LANES):  # (row, lane) indices: loop counters, so numba checks no wrap-around
+            for lane in range(_LANES):
                 v = rows[r, lane]
                 acc[lane] += v
                 acc2[lane] += v * v
                 a = row_bits[r, lane] & u32(0x7FFFFFFF)
                 peaks[lane] = a if a > peaks[lane] else peaks[lane]
         total, squares, peak = 0.0, 0.0, u32(0)
-        for lane in range(lanes):
+        for lane in range(_LANES):
             total += np.float64(acc[lane])
             squares += np.float64(acc2[lane])
             peak = peaks[lane] if peaks[lane] > peak else peak
@@ -172,12 +171,12 @@ def _compile():
             peak = a if a > peak else peak
         return total, squares, peak
 
-    def run_kernel(field: int, base3: bool, count: bool):
+    def _encode_kernel(field: int, base3: bool, count: bool):
         """The loop of one field (its shift or its power of 3 a constant, so the byte arithmetic vectorizes);
         ``count``: also count the zero trits (a separate compiled loop, so the common one stays lean)."""
         shift, factor = u32(2 * field), u32(3 ** field)
 
-        @numba.njit(**exact)
+        @numba.njit(**_EXACT)
         def run(g, o, first, key, bound, scale):
             unit = SCALE24 * scale  # exact: a power of two times s
             zeros = u32(0)
@@ -201,7 +200,7 @@ def _compile():
             return zeros
         return run
 
-    def decode_kernel(field: int, base3: bool):
+    def _decode_kernel(field: int, base3: bool):
         """Unpack one field of every worker's payload, sum the codes and scale. The running sum lives in ``out``
         as float32 (small integers: exact), so that each loop is a plain stream: with 2 workers one pass reads
         both payloads and writes the floats once. Code c is trit c - 1, so the level is the sum minus N."""
@@ -213,17 +212,17 @@ def _compile():
 
         # one row per argument, sliced by the caller: rows taken from one 2-D array inside a kernel, or indexed
         # with an offset (numba then checks each index for wrap-around), keep the loops from vectorizing
-        @numba.njit(**exact)
+        @numba.njit(**_EXACT)
         def pair(p0, p1, out, minus, scale):
             for j in range(out.size):
                 out[j] = (code(p0[j]) + code(p1[j]) - minus) * scale
 
-        @numba.njit(**exact)
+        @numba.njit(**_EXACT)
         def add(row, out, minus, scale):
             for j in range(out.size):
                 out[j] = (out[j] + code(row[j]) - minus) * scale
 
-        @numba.njit(**exact)
+        @numba.njit(**_EXACT)
         def single(row, out, minus, scale):
             for j in range(out.size):
                 out[j] = (code(row[j]) - minus) * scale
@@ -244,13 +243,16 @@ def _compile():
             add(rows[workers - 1], out, n, scale_over_n)
         return run
 
-    return {"stats": stats,
-            "encode_2bit": tuple(run_kernel(k, False, False) for k in range(4)),
-            "encode_base3": tuple(run_kernel(k, True, False) for k in range(5)),
-            "count_2bit": tuple(run_kernel(k, False, True) for k in range(4)),
-            "count_base3": tuple(run_kernel(k, True, True) for k in range(5)),
-            "decode_2bit": tuple(decode_kernel(k, False) for k in range(4)),
-            "decode_base3": tuple(decode_kernel(k, True) for k in range(5))}
+    # one compiled loop per field of each packing, with and without the zero count
+    _KERNELS = {"stats": _stats,
+                "encode_2bit": tuple(_encode_kernel(k, False, False) for k in range(4)),
+                "encode_base3": tuple(_encode_kernel(k, True, False) for k in range(5)),
+                "count_2bit": tuple(_encode_kernel(k, False, True) for k in range(4)),
+                "count_base3": tuple(_encode_kernel(k, True, True) for k in range(5)),
+                "decode_2bit": tuple(_decode_kernel(k, False) for k in range(4)),
+                "decode_base3": tuple(_decode_kernel(k, True) for k in range(5))}
+else:
+    _KERNELS = None
 
 
 def _parts(offsets: np.ndarray, m: int):
@@ -290,9 +292,6 @@ def _decode_numba(payloads: np.ndarray, n: int, offsets, scales: np.ndarray, out
     kernels = _KERNELS["decode_" + packing]
     for t, k, a, b in _parts(offsets, m):
         kernels[k](payloads, a - k * m, out[a:b], np.float32(scales[t]) / np.float32(workers))
-
-
-_KERNELS = _compile()
 
 
 def offsets_of(sizes) -> np.ndarray:

@@ -1,5 +1,5 @@
 """The threshold methods' codecs in fused passes: what a worker sends and what a receiver adds, bit for bit the
-bytes of :func:`methods.codecs.sparse.encode` and the sums of :func:`methods.codecs.sparse.add_into`.
+bytes of :func:`commbench.methods.codecs.sparse.encode` and the sums of :func:`commbench.methods.codecs.sparse.add_into`.
 
 The sender's pass accumulates into the float64 residual, selects the elements whose magnitude reaches T, takes
 what each sends (WGT its value, BGT sign x T, QGT sign x m x T with m = floor(|G| / T) capped at 255, in float32
@@ -32,17 +32,17 @@ KIND_CODE = {"wgt": 0, "bgt": 1, "qgt": 2}
 CHUNK = 2048
 
 
-def _compile():
-    if numba is None:
-        return None, None, None
-    cache = cache_ok(__file__)
-    jit = numba.njit(cache=cache, nogil=True, error_model="numpy")
-    part = called_by_kernels()  # compiled into select and add, so that numba's cache serves those in every process
+# The kernels, defined only where numba imports (else the torch path stands in): module-level functions, so that
+# each is compiled once per process, or loaded from numba's cache, at its first call.
+if numba is not None:
+    _jit = numba.njit(cache=cache_ok(__file__), nogil=True, error_model="numpy")
+    # compiled into the sender's and the receiver's kernels, so that numba's cache serves those in every process
+    _inlined = called_by_kernels()
 
     # The vector passes: accumulate, compare, and subtract from the residual what each sent element carries; per
     # element a flag (0: kept; else 1, plus 2 where negative) and WGT's float32 value or QGT's multiple
-    @part
-    def accumulate_values(acc, contribution, t64, sent, value):
+    @_inlined
+    def _accumulate_values(acc, contribution, t64, sent, value):
         count = 0
         for c in range(acc.size):
             a = acc[c] + np.float64(contribution[c])
@@ -54,8 +54,8 @@ def _compile():
             count += s
         return count
 
-    @part
-    def accumulate_signs(acc, contribution, t, sent):
+    @_inlined
+    def _accumulate_signs(acc, contribution, t, sent):
         t64 = np.float64(t)
         count = 0
         for c in range(acc.size):
@@ -67,8 +67,8 @@ def _compile():
             count += s
         return count
 
-    @part
-    def accumulate_multiples(acc, contribution, t, sent, multiple):
+    @_inlined
+    def _accumulate_multiples(acc, contribution, t, sent, multiple):
         t64 = np.float64(t)
         count = 0
         for c in range(acc.size):
@@ -82,8 +82,8 @@ def _compile():
             count += s
         return count
 
-    @part
-    def mark(bits, sent, plane):
+    @_inlined
+    def _mark(bits, sent, plane):
         for c in range(bits.size):
             bits[c] |= (sent[c] & 1) << plane
 
@@ -91,8 +91,8 @@ def _compile():
     # for wrap-around), in a loop per kind. No select here: the compiler makes a branch of a select on a loaded
     # flag, mispredicted once in three at a third sent. A chunk with few sent skips eight elements at a time where
     # none is; a dense one runs the plain loop.
-    @part
-    def compact_values(sent, flags, value, lo, k, values, codes, dense):
+    @_inlined
+    def _compact_values(sent, flags, value, lo, k, values, codes, dense):
         at = numba.uint64(k)
         if dense:
             for c in range(sent.size):
@@ -110,8 +110,8 @@ def _compile():
                 at += numba.uint64(sent[c])
         return np.int64(at)
 
-    @part
-    def compact_signs(sent, flags, multiple, lo, k, codes, negative, multiples, with_multiples, dense):
+    @_inlined
+    def _compact_signs(sent, flags, multiple, lo, k, codes, negative, multiples, with_multiples, dense):
         at = numba.uint64(k)
         if dense:
             for c in range(sent.size):
@@ -135,8 +135,8 @@ def _compile():
                 at += numba.uint64(f & 1)
         return np.int64(at)
 
-    @jit
-    def select(acc, contribution, t32, kind, bits, m, values, codes, negative, multiples):
+    @_jit
+    def _select_sent(acc, contribution, t32, kind, bits, m, values, codes, negative, multiples):
         """One sweep over the n elements; returns k, the number sent. ``bits`` (m bytes) must be zeroed."""
         n = acc.size
         t = np.float32(t32)
@@ -152,23 +152,23 @@ def _compile():
                 hi = min(lo + CHUNK, stop)
                 part, flags = acc[lo:hi], sent[:hi - lo]
                 if kind == 0:
-                    count = accumulate_values(part, contribution[lo:hi], np.float64(t), flags, value[:hi - lo])
+                    count = _accumulate_values(part, contribution[lo:hi], np.float64(t), flags, value[:hi - lo])
                 elif kind == 1:
-                    count = accumulate_signs(part, contribution[lo:hi], t, flags)
+                    count = _accumulate_signs(part, contribution[lo:hi], t, flags)
                 else:
-                    count = accumulate_multiples(part, contribution[lo:hi], t, flags, multiple[:hi - lo])
+                    count = _accumulate_multiples(part, contribution[lo:hi], t, flags, multiple[:hi - lo])
                 if count == 0:
                     continue  # bits are zeroed already
-                mark(bits[lo - start:hi - start], flags, np.uint8(plane))
+                _mark(bits[lo - start:hi - start], flags, np.uint8(plane))
                 dense = count * 16 > hi - lo  # more than one in sixteen: few words of eight are empty
                 if kind == 0:
-                    k = compact_values(flags, words, value, lo, k, values, codes, dense)
+                    k = _compact_values(flags, words, value, lo, k, values, codes, dense)
                 else:
-                    k = compact_signs(flags, words, multiple, lo, k, codes, negative, multiples, kind == 2, dense)
+                    k = _compact_signs(flags, words, multiple, lo, k, codes, negative, multiples, kind == 2, dense)
         return k
 
-    @jit
-    def pack_signs(negative, k, out):
+    @_jit
+    def _pack_signs(negative, k, out):
         """The k sent elements' signs, plane-major as :func:`sparse.pack_bits` (bit q // mk of byte q % mk)."""
         mk = (k + 7) // 8
         for j in range(mk):
@@ -179,8 +179,8 @@ def _compile():
                     byte |= np.uint8(negative[q]) << np.uint8(plane)
             out[j] = byte
 
-    @part
-    def flags_of(bits, plane, sent):
+    @_inlined
+    def _flags_of(bits, plane, sent):
         count = 0
         for c in range(bits.size):
             f = (bits[c] >> plane) & 1
@@ -188,8 +188,8 @@ def _compile():
             count += f
         return count
 
-    @part
-    def expand(sent, flags, vals, p, value, dense):
+    @_inlined
+    def _expand(sent, flags, vals, p, value, dense):
         """Each sent element of the chunk gets the next value, from number ``p`` on; returns the next number.
         ``flags``: the chunk buffer behind ``sent``, eight flags a word."""
         at = numba.uint64(p)
@@ -208,14 +208,14 @@ def _compile():
                 at += numba.uint64(sent[c])
         return np.int64(at)
 
-    @part
-    def add_where(total, sent, value):
+    @_inlined
+    def _add_where(total, sent, value):
         for c in range(total.size):  # the element keeps its total where nothing was sent
             x = total[c]
             total[c] = x + value[c] if sent[c] else x
 
-    @jit
-    def add(layout, kind, k, body, n, t32, total):
+    @_jit
+    def _add_payload(layout, kind, k, body, n, t32, total):
         """total += the payload's values. ``body``: the payload after its header, as bytes."""
         t = np.float32(t32)
         if layout == 0:  # sparse: int32 codes, then WGT's float32 values or QGT's uint8 multiples
@@ -260,15 +260,16 @@ def _compile():
             for lo in range(start, stop, CHUNK):
                 hi = min(lo + CHUNK, stop)
                 flags = sent[:hi - lo]
-                count = flags_of(bits[lo - start:hi - start], np.uint8(plane), flags)
+                count = _flags_of(bits[lo - start:hi - start], np.uint8(plane), flags)
                 if count == 0:
                     continue
-                p = expand(flags, words, vals, p, value, count * 16 > hi - lo)
-                add_where(total[lo:hi], flags, value)
+                p = _expand(flags, words, vals, p, value, count * 16 > hi - lo)
+                _add_where(total[lo:hi], flags, value)
 
-    return select, pack_signs, add
+    _SELECT, _PACK_SIGNS, _ADD = _select_sent, _pack_signs, _add_payload
+else:
+    _SELECT = _PACK_SIGNS = _ADD = None
 
-_SELECT, _PACK_SIGNS, _ADD = _compile()
 
 WARM_UP_ELEMENTS = 64
 

@@ -1,5 +1,5 @@
 """Seeds of TernGrad's random streams. The ternarization itself (Eq. 1-3 and 21) is the fused codec,
-:mod:`methods.codecs.fused_ternary`, whose plain torch path is its reference."""
+:mod:`commbench.methods.codecs.fused_ternary`, whose plain torch path is its reference."""
 from __future__ import annotations
 
 

@@ -6,7 +6,7 @@
   output is unbiased for;
 * a :class:`Memory` carries what a worker did not send into its next step (error feedback), or nothing;
 * :class:`KitMethod` composes them into a method: the exchange after backward or per bucket while backward
-  runs, weight decay, the optimizer's step, the memory in checkpoints, and :func:`ddp_hook` gives the same
+  runs, weight decay, the optimizer's step, the memory in checkpoints, and :func:`kit_hook` gives the same
   exchange to torch's DistributedDataParallel, counted in the same ledger.
 
 docs/extending.md shows a top-k with error feedback in one short file.

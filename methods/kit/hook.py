@@ -41,7 +41,7 @@ def trainable(model: nn.Module) -> list:
 class KitHookState:
     """State of :func:`kit_hook`: the method's exchange for this rank, the step counter (it advances after the
     bucket DDP marks last; set it when resuming), and each parameter's name. ``method``: a kit method class
-    (``methods.kit.KitMethod``); ``params`` its parameters; ``worker_seed`` this rank's seed (the harness's
+    (``commbench.methods.kit.KitMethod``); ``params`` its parameters; ``worker_seed`` this rank's seed (the harness's
     ``Worker.seed``)."""
 
     def __init__(self, model: nn.Module, method, params, worker_seed: int = 0,

@@ -8,7 +8,7 @@ memory. A subclass names its parts::
         compressor = TopK           # a Compressor subclass
         memory = Residual           # or Memory (none); a method may choose per its Params (memory_for)
 
-and is registered like any method. Its DDP communication hook comes from the same parts (``methods.kit.hook``).
+and is registered like any method. Its DDP communication hook comes from the same parts (``commbench.methods.kit.hook``).
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Data sets in their real on-disk formats, and the streaming interface the training loop reads them through
-(see :mod:`tasks.data.base`)."""
+(see :mod:`commbench.tasks.data.base`)."""
 from .base import Data, DataUnavailable, InMemoryData, loader_workers
 from .cifar10 import load_cifar10, provision_cifar10
 from .cifar10_jpeg import load_cifar10_jpeg, provision_cifar10_jpeg

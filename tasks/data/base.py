@@ -1,14 +1,14 @@
 """The data interface the training loop uses, and an in-memory implementation.
 
-Every data object (:class:`InMemoryData`, :class:`~tasks.data.synthetic.SyntheticData`,
-:class:`~tasks.data.imagenet.FolderData`) has
+Every data object (:class:`InMemoryData`, :class:`~commbench.tasks.data.synthetic.SyntheticData`,
+:class:`~commbench.tasks.data.imagenet.FolderData`) has
 
 - ``name``, ``num_classes``, ``train_size``, ``eval_size``;
 - ``input_shape``: (C, H, W) of one model input, after augmentation;
 - ``provenance``: where the data came from (path, source package or URL, split evaluated on, ``synthetic``);
 - ``train_stream(batches, seed)``: ``batches`` yields ``(step, indices)``, this worker's global sample indices
   of each step; the stream yields that step's ``(x, y)``, in order. Augmentation randomness of a sample is a
-  function of (seed, step, sample index) alone (:mod:`tasks.data.rng`), so the same run as one process or as
+  function of (seed, step, sample index) alone (:mod:`commbench.tasks.data.rng`), so the same run as one process or as
   many, with any number of loader workers, or restarted at step s, computes the same inputs;
 - ``train_batch(indices, step=0, seed=0)``: one such batch, directly (what a stream yields for that step);
 - ``eval_batches(batch_size)``: the evaluation split in order, deterministic, without augmentation.

@@ -34,7 +34,7 @@ Augmentations (``augment``), training / evaluation:
   ``resize_image_with_crop_or_pad`` to 40 x 40 (4 zeros each side), random 32 x 32 crop, random flip, then
   x / 127.5 - 1 (no per-channel statistics). Evaluation: the image, the same scaling.
 
-Random choices come from :func:`tasks.data.rng.sample_uniforms`: a sample's crop, flip, brightness and
+Random choices come from :func:`commbench.tasks.data.rng.sample_uniforms`: a sample's crop, flip, brightness and
 contrast depend on (seed, step, sample index) only. Integer choices are ``floor(u * n)``; a flip is ``u < 0.5``.
 """
 from __future__ import annotations

@@ -146,7 +146,7 @@ def provision_cifar10_jpeg(root: Path) -> dict:
 
 def load_cifar10_jpeg(root: Path, augment: str) -> InMemoryData:
     """The decoded arrays with a CIFAR-10 augmentation (``cifarnet``, ``resnet32``, ``resnet28``), as
-    :func:`tasks.data.cifar10.load_cifar10` serves the canonical set; evaluation on the 10,000 test images."""
+    :func:`commbench.tasks.data.cifar10.load_cifar10` serves the canonical set; evaluation on the 10,000 test images."""
     from .cifar10 import AUGMENTS
 
     if augment not in AUGMENTS:

@@ -29,7 +29,7 @@ Augmentations (``augment``; ``crop`` is the model input size, 224 by default):
   mean (0.485, 0.456, 0.406), std (0.229, 0.224, 0.225). Evaluation: resize the short side to
   ``round(crop * 256 / 224)`` (256 for 224), central ``crop`` crop, the same normalisation.
 
-Random choices come from :func:`tasks.data.rng.sample_uniforms` with (seed, step, sample index), inside the
+Random choices come from :func:`commbench.tasks.data.rng.sample_uniforms` with (seed, step, sample index), inside the
 loader workers, so neither the number of workers nor which worker loads a sample changes a batch.
 
 Loading: each training stream is a ``DataLoader`` over a batch sampler made from the stream's ``(step,

@@ -1,7 +1,7 @@
 """MNIST and Fashion-MNIST through torchvision's datasets and their standard IDX files.
 
 MNIST is provisioned into ``<root>/MNIST/raw`` (where torchvision looks) from, in this order: files already
-there, the local mirror (``$COMMBENCH_DATA_MIRROR/mnist/*.gz``, :mod:`tasks.data.mirror`), or torchvision's
+there, the local mirror (``$COMMBENCH_DATA_MIRROR/mnist/*.gz``, :mod:`commbench.tasks.data.mirror`), or torchvision's
 download when the machine is online. Whatever the source, the four uncompressed files must have LeCun's
 canonical MD5s (a mismatch is an error naming the file), and ``PROVENANCE.json`` beside them keeps the source
 and the checksums for every record. Fashion-MNIST, the same format with other pictures, is the offline

@@ -152,7 +152,8 @@ def test_every_config_field_comes_from_one_declaration():
     fields = {f.name for f in dataclasses.fields(RunConfig)}
     assert fields == {s.config_field for s in SETTINGS} | set(BOOKKEEPING) | set(DERIVED)
     assert len({s.key for s in SETTINGS}) == len(SETTINGS)
-    grown = [name for name, _type, _field in config_fields(SETTINGS + (Setting("knob", integer(0), implicit=3),))]
+    knob = Setting("knob", integer(0), "int", implicit=3)
+    grown = [name for name, _type, _field in config_fields(SETTINGS + (knob,))]
     assert set(grown) - fields == {"knob"}  # a new declaration is a new field, with its implicit as its default
     old = {f.name: f.default for f in dataclasses.fields(RunConfig) if f.default is not dataclasses.MISSING}
     assert old == {"method_version": 1, "checkpoint_every": 0, "step_sleep_s": 0.0, "net": None, "node_link": None,

@@ -14,8 +14,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
-import threading
 
 import pytest
 
@@ -105,23 +103,28 @@ NOTES = ["fifo-note", "zero-note", "deep-note", "dict-task"]
 GRID = "base: {task: lenet-mnist, dataset: synthetic, method: baseline, backend: sim, steps: 1}\naxes: {seed: [1]}\n"
 
 
+# Started from this small process, the command's peak memory is its own: Linux carries the peak of the memory a
+# process was forked with into its ru_maxrss across exec, so a command forked straight from a test process that
+# has grown large (pytest after other tests: gigabytes) would report that process's size, not its own.
+MEASURE = """import os, sys
+pid = os.posix_spawn(sys.executable, [sys.executable, "-m", "commbench", *sys.argv[2:]], os.environ)
+timer = __import__("threading").Timer(float(sys.argv[1]), os.kill, (pid, 9))
+timer.start()
+_, status, usage = os.wait4(pid, 0)
+timer.cancel()
+print(os.waitstatus_to_exitcode(status), usage.ru_maxrss, file=sys.stderr)
+"""
+
+
 def commbench_measured(*args: str, timeout: float) -> tuple[subprocess.CompletedProcess, int]:
     """``commbench ARGS`` as the tests' ``commbench`` runs it, and that one process's peak memory (KiB), which
-    ``wait4`` reports for the child it waits for (the whole test process's children would include other tests')."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen([sys.executable, "-m", "commbench", *args], stdout=out, stderr=err, cwd=REPO)
-        killer = threading.Timer(timeout, proc.kill)
-        killer.start()
-        try:
-            _pid, status, usage = os.wait4(proc.pid, 0)
-        finally:
-            killer.cancel()
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        err.seek(0)
-        done = subprocess.CompletedProcess(proc.args, proc.returncode, out.read().decode(), err.read().decode())
-    assert proc.returncode != -9, f"killed after {timeout} s: a hang"
-    return done, usage.ru_maxrss
+    ``wait4`` reports for the child it waits for, started from a small process (``MEASURE``)."""
+    proc = subprocess.run([sys.executable, "-c", MEASURE, str(timeout), *args], capture_output=True, text=True,
+                          cwd=REPO, timeout=timeout + 60)
+    *stderr, last = proc.stderr.rstrip("\n").split("\n")
+    returncode, peak = (int(v) for v in last.split())
+    assert returncode != -9, f"killed after {timeout} s: a hang"
+    return subprocess.CompletedProcess(proc.args, returncode, proc.stdout, "\n".join(stderr)), peak
 
 
 @pytest.mark.parametrize("command", [

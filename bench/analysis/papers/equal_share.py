@@ -84,6 +84,33 @@ def _interpolate_seeds(cell: Cell, ref: Reference, at_a: list, at_b: list, w: fl
         cell.run_ids += [ra["run_id"], rb["run_id"]]
 
 
+def _by_threshold(family: list[tuple[float, float, dict]]) -> dict[float, list]:
+    """The family's (gain, fp32 fraction, run) grouped by the run's threshold."""
+    by_t: dict[float, list] = defaultdict(list)
+    for gain, f, r in family:
+        by_t[float(params_of(r)["threshold"])].append((gain, f, r))
+    return by_t
+
+
+def _log_weight(fa: float, fb: float, share: float) -> float:
+    """Where ``share`` lies between the shares ``fa`` and ``fb``, on log share: 0 at ``fa``, 1 at ``fb``."""
+    return 0.0 if fa == fb else (math.log(fa) - math.log(share)) / (math.log(fa) - math.log(fb))
+
+
+def _equal_share_markers(ref: Reference, share: float, bracket: tuple, w: float, points: list) -> list[str]:
+    """What the row's reader is told of the interpolation: where it was made, and where its map from T to the
+    share of bytes is not one to one."""
+    (ta, fa), (tb, fb) = bracket
+    t_star = math.exp(math.log(ta) + w * (math.log(tb) - math.log(ta)))
+    said = [f"at the paper's share of bytes ({100 * share:.3g}% of its baseline's at T={ref.threshold:g}): "
+            f"interpolated at T={t_star:.3g} between T={ta:g} ({100 * fa:.3g}%) and T={tb:g} ({100 * fb:.3g}%)"]
+    # the interpolation takes the share to fall as T grows; where it rises between two thresholds run, the paper's
+    # share may also be sent at some other T, and the row's reader should know the map is not one to one
+    return said + [f"the share of bytes here rises with T from T={t0:g} ({100 * s0:.3g}%) to T={t1:g} "
+                   f"({100 * s1:.3g}%): not one share per T, as the interpolation assumes"
+                   for (t0, s0), (t1, s1) in zip(points, points[1:]) if s1 > s0]
+
+
 def at_equal_share(cell: Cell, ref: Reference, runs: list[dict], baselines: list[dict],
                    references: list[Reference], analogue: Analogue | None) -> Cell:
     """The row's accuracy (or loss) where our runs send the paper's share of the bytes: interpolated on log T
@@ -97,13 +124,11 @@ def at_equal_share(cell: Cell, ref: Reference, runs: list[dict], baselines: list
     if family is None:
         cell.why_missing = NO_MATCH if not runs else "no baseline run of the same setting to compare with"
         return cell
-    by_t: dict[float, list] = defaultdict(list)
-    for gain, f, r in family:
-        by_t[float(params_of(r)["threshold"])].append((gain, f, r))
+    by_t = _by_threshold(family)
     points = sorted((t, statistics.fmean(f for _, f, _ in g)) for t, g in by_t.items())
-    said = ", ".join(f"T={t:g} {100 * f:.3g}%" for t, f in points)
     bracket = next(((a, b) for a, b in zip(points, points[1:]) if a[1] >= share >= b[1]), None)
     if bracket is None:
+        said = ", ".join(f"T={t:g} {100 * f:.3g}%" for t, f in points)
         cell.untestable = (f"no two thresholds run here bracket the paper's share of bytes ({100 * share:.3g}% at "
                            f"T={ref.threshold:g}): here {said}; the comparison is at equal share, not equal T")
         return cell
@@ -111,18 +136,10 @@ def at_equal_share(cell: Cell, ref: Reference, runs: list[dict], baselines: list
     if (across := _across_a_collapse(by_t, ta, tb, share)) is not None:
         cell.untestable = across
         return cell
-    w = 0.0 if fa == fb else (math.log(fa) - math.log(share)) / (math.log(fa) - math.log(fb))
-    t_star = math.exp(math.log(ta) + w * (math.log(tb) - math.log(ta)))
+    w = _log_weight(fa, fb, share)
     _interpolate_seeds(cell, ref, by_t[ta], by_t[tb], w, partner_of)
     if not cell.values:
         cell.untestable = f"the thresholds that bracket the paper's share (T={ta:g}, T={tb:g}) share no seed"
         return cell
-    cell.markers = markers(cell.records, ref, analogue) + [
-        f"at the paper's share of bytes ({100 * share:.3g}% of its baseline's at T={ref.threshold:g}): "
-        f"interpolated at T={t_star:.3g} between T={ta:g} ({100 * fa:.3g}%) and T={tb:g} ({100 * fb:.3g}%)"]
-    # the interpolation takes the share to fall as T grows; where it rises between two thresholds run, the paper's
-    # share may also be sent at some other T, and the row's reader should know the map is not one to one
-    cell.markers += [f"the share of bytes here rises with T from T={t0:g} ({100 * s0:.3g}%) to T={t1:g} "
-                     f"({100 * s1:.3g}%): not one share per T, as the interpolation assumes"
-                     for (t0, s0), (t1, s1) in zip(points, points[1:]) if s1 > s0]
+    cell.markers = markers(cell.records, ref, analogue) + _equal_share_markers(ref, share, bracket, w, points)
     return cell

@@ -35,7 +35,7 @@ def paper_names(which: str) -> list[str]:
 
 
 def superseded(record: dict) -> str | None:
-    """Why a record no longer counts: it was made by an older version of its method (methods.base.Method.version),
+    """Why a record no longer counts: it was made by an older version of its method (commbench.methods.base.Method.version),
     whose computation has changed since. None for a current record."""
     cfg = record["config"]
     method = METHODS.get(cfg.get("method"))

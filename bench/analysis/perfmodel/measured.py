@@ -34,19 +34,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from commbench.config import ConfigError, net_rate_bits
-from commbench.store.records import Status, UnreadableRecord, iter_records, load_record
+from commbench.analysis.runs import Run, read_runs
+from commbench.config import ConfigError, RunConfig, net_rate_bits
+from commbench.store.records import UnreadableRecord, load_record
 from commbench.analysis.perfmodel.terngrad import LATENCY_1GBE, predict
 
 NO_COPY = 1e18  # bytes/s: CPU workers have no host-device copy to pay
 
 
-def _key(cfg: dict) -> tuple:
-    return cfg.get("task"), cfg.get("method"), cfg.get("global_batch", 0) // max(cfg.get("workers", 1), 1)
+def _key(c: RunConfig) -> tuple:
+    # a record without a total batch keys as batch 0, as it always has
+    return c.task, c.method, (c.global_batch or 0) // max(c.workers or 1, 1)
 
 
-def _step_s(record: dict | None) -> float | None:
-    m = (record or {}).get("metrics") or {}
+def _step_s(run: Run | None) -> float | None:
+    m = run.metrics if run is not None else {}
     return m["train_s"] / m["steps"] if m.get("train_s") and m.get("steps") else None
 
 
@@ -54,133 +56,142 @@ def step_time_of(path: str) -> dict:
     """One worker's step time and batch from a run record (``--record``): metrics.train_s / metrics.steps, with
     the run's task, workers and backend (a multi-worker run's step time includes its exchange)."""
     try:
-        record = load_record(Path(path))
+        run = Run.of(load_record(Path(path)))
     except UnreadableRecord as exc:
         raise ConfigError(f"--record: {exc}") from None
-    metrics, config = record["metrics"], record["config"]
-    step_s = _step_s(record)
+    metrics, c = run.metrics, run.config
+    step_s = _step_s(run)
     if step_s is None or not step_s > 0:
         raise ConfigError(f"--record: {path} has no timed steps (train_s={metrics.get('train_s')}, "
                           f"steps={metrics.get('steps')})")
-    return {"step_time_s": step_s, "batch": config.get("batch_per_worker"), "task": config.get("task"),
-            "workers": config.get("workers"), "backend": config.get("backend"), "path": path}
+    return {"step_time_s": step_s, "batch": c.batch_per_worker, "task": c.task, "workers": c.workers,
+            "backend": c.backend, "path": path}
 
 
-def servers_of(record: dict) -> int:
+def servers_of(run: Run) -> int:
     """How many parameter servers the run had (0: an all-reduce run)."""
-    m = record["metrics"]
-    if m.get("server_bytes_received") is None:
+    if run.metrics.get("server_bytes_received") is None:
         return 0
-    return int(record.get("env", {}).get("parameter_servers") or record["config"].get("method_params", {})
-               .get("servers") or 1)
+    return int(run.env.get("parameter_servers") or run.params.get("servers") or 1)
 
 
-def ps_link_seconds(record: dict) -> float:
+def ps_link_seconds(run: Run) -> float:
     """Seconds per step on the busiest links of a parameter-server run: the servers' bytes in and out over
     their S links, or one worker's own bytes in and out, at the run's link rate (bytes/s, each direction)."""
-    cfg, m = record["config"], record["metrics"]
-    rate = net_rate_bits(cfg["net"]) / 8
-    servers = (m["server_bytes_received"] + m["server_bytes_sent"]) / servers_of(record)
-    worker = (m["bytes_sent"] + m["bytes_received"]) / cfg["workers"]
+    c, m = run.config, run.metrics
+    rate = net_rate_bits(c.net) / 8
+    servers = (m["server_bytes_received"] + m["server_bytes_sent"]) / servers_of(run)
+    worker = (m["bytes_sent"] + m["bytes_received"]) / c.workers
     return max(servers, worker) / rate / m["steps"]
 
 
-def _predict(record: dict, batch: int, step_s: float) -> tuple[float, float]:
+def _predict(run: Run, batch: int, step_s: float) -> tuple[float, float]:
     """(images/s, error % against the measurement) with compute time ``step_s``: Eq. 8-9 for an all-reduce
     run, the parameter servers' links for a PS run."""
-    cfg, m = record["config"], record["metrics"]
-    if servers_of(record):
-        images_per_s = cfg["workers"] * batch / (step_s + ps_link_seconds(record))
+    c, m = run.config, run.metrics
+    if servers_of(run):
+        images_per_s = c.workers * batch / (step_s + ps_link_seconds(run))
     else:
-        grad = m["bytes_sent"] / (cfg["workers"] * m["steps"])
-        p = predict(cfg["task"], cfg["method"], cfg["workers"], net_rate_bits(cfg["net"]) / 8, step_time_s=step_s,
+        grad = m["bytes_sent"] / (c.workers * m["steps"])
+        p = predict(c.task, c.method, c.workers, net_rate_bits(c.net) / 8, step_time_s=step_s,
                     batch=batch, gpus_per_node=1, latency_s=LATENCY_1GBE.value, cpu_gpu_bytes_per_s=NO_COPY,
                     gpu_gpu_bytes_per_s=NO_COPY, grad_bytes=grad)
         images_per_s = p.images_per_s  # over all workers: Eq. 9 gives N * K / T_weak
     return images_per_s, 100.0 * (images_per_s - m["images_per_s"]) / m["images_per_s"]
 
 
-def done_records(results: Path) -> list[dict]:
-    """The finished runs under ``results`` (records with a configuration)."""
-    return [r for r in iter_records(results) if r.get("status") == Status.DONE and isinstance(r.get("config"), dict)]
+def done_runs(results: Path) -> list[Run]:
+    """The finished runs under ``results``."""
+    return [r for r in read_runs(results) if r.done]
 
 
 def comparison(results: Path) -> list[dict]:
     """One row per emulated-network run: measured images/s and the model's prediction with the 1-worker
     profile (as the paper) and with the loopback profile of the same worker count, each with its error (%)."""
-    records = done_records(results)
-    unlimited = [r for r in records if not r["config"].get("net") and r["config"].get("backend") == "dist"]
-    single = {_key(r["config"]): r for r in unlimited if r["config"].get("workers") == 1}
-    loopback = {(_key(r["config"]), r["config"]["workers"]): r for r in unlimited}
+    runs = done_runs(results)
+    unlimited = [r for r in runs if not r.config.net and r.config.backend == "dist"]
+    single = {_key(r.config): r for r in unlimited if r.config.workers == 1}
+    loopback = {(_key(r.config), r.config.workers): r for r in unlimited}
     rows = []
-    for r in sorted(records, key=lambda r: (r["config"]["task"], r["config"]["method"], r["config"].get("net") or "",
-                                            r["config"]["workers"])):
-        cfg, m = r["config"], r["metrics"]
-        if not cfg.get("net") or not m.get("images_per_s") or not m.get("steps"):
+    for r in sorted(runs, key=lambda r: (r.config.task, r.config.method, r.config.net or "", r.config.workers)):
+        c, m = r.config, r.metrics
+        if not c.net or not m.get("images_per_s") or not m.get("steps"):
             continue
-        batch = cfg["global_batch"] // cfg["workers"]
-        ref = single.get(_key(cfg))
-        row = {"task": cfg["task"], "method": cfg["method"], "workers": cfg["workers"], "net": cfg["net"],
+        batch = c.global_batch // c.workers
+        row = {"task": c.task, "method": c.method, "workers": c.workers, "net": c.net,
                "network_term": "PS links (ledger)" if servers_of(r) else "all-reduce (Eq. 8-9)",
                "batch_per_worker": batch, "measured_images_per_s": m["images_per_s"],
                "wire_bytes_per_step": (m["wire_bytes_measured"] / m["steps"]
                                        if m.get("wire_bytes_measured") is not None else None),
                "modelled_images_per_s": None, "model_error_pct": None,
-               "loopback_modelled_images_per_s": None, "loopback_model_error_pct": None, "run_id": r["run_id"]}
-        if (step_s := _step_s(ref)) is not None:
+               "loopback_modelled_images_per_s": None, "loopback_model_error_pct": None, "run_id": r.run_id}
+        if (step_s := _step_s(single.get(_key(c)))) is not None:
             row["modelled_images_per_s"], row["model_error_pct"] = _predict(r, batch, step_s)
-        if (step_s := _step_s(loopback.get((_key(cfg), cfg["workers"])))) is not None:
+        if (step_s := _step_s(loopback.get((_key(c), c.workers)))) is not None:
             row["loopback_modelled_images_per_s"], row["loopback_model_error_pct"] = _predict(r, batch, step_s)
         rows.append(row)
     return rows
 
 
-def ring_link_bytes(record: dict) -> float:
+def ring_link_bytes(run: Run) -> float:
     """Bytes per step on each node's link when the workers exchange in one ring (gloo's all-reduce and
     all-gather), from the ledger: an all-gather (a worker receives more than it sends) puts on every ring edge
     all that a worker receives; an all-reduce 2 (N-1) / N of what a worker sends."""
-    cfg, m = record["config"], record["metrics"]
-    n, steps = cfg["workers"], m["steps"]
+    m = run.metrics
+    n, steps = run.config.workers, m["steps"]
     sent, received = m["bytes_sent"] / (n * steps), m["bytes_received"] / (n * steps)
     return received if received > sent else 2 * (n - 1) / n * sent
+
+
+def _nodes(run: Run) -> list:
+    return sorted(set(run.env.get("nodes") or []))
+
+
+def _two_level_row(r: Run, per_node: int) -> dict:
+    """The measured part of a two-level row; the predictions are filled in where a loopback profile exists."""
+    c, m = r.config, r.metrics
+    return {"task": c.task, "method": c.method, "workers": c.workers, "nodes": len(_nodes(r)),
+            "workers_per_node": per_node, "node_link": c.node_link, "batch_per_worker": c.global_batch // c.workers,
+            "grad_bytes_per_step": m["bytes_sent"] / (c.workers * m["steps"]),
+            "measured_images_per_s": m["images_per_s"], "two_level_images_per_s": None,
+            "two_level_error_pct": None, "one_level_images_per_s": None, "one_level_error_pct": None,
+            "ring_link_bytes_per_step": ring_link_bytes(r), "ring_images_per_s": None, "ring_error_pct": None,
+            "profile_run_id": None, "run_id": r.run_id}
+
+
+def _two_level_predictions(row: dict, c: RunConfig, measured: float, step_s: float) -> None:
+    """The two-level, one-level and ring predictions with compute time ``step_s``, and their errors (%)."""
+    batch, rate = row["batch_per_worker"], net_rate_bits(c.node_link) / 8
+    for level, i in (("two_level", row["workers_per_node"]), ("one_level", 1)):
+        p = predict(c.task, c.method, c.workers, rate, step_time_s=step_s, batch=batch, gpus_per_node=i,
+                    latency_s=LATENCY_1GBE.value, cpu_gpu_bytes_per_s=NO_COPY, gpu_gpu_bytes_per_s=NO_COPY,
+                    grad_bytes=row["grad_bytes_per_step"])
+        row[f"{level}_images_per_s"] = p.images_per_s
+    row["ring_images_per_s"] = c.workers * batch / (step_s + row["ring_link_bytes_per_step"] / rate)
+    for level in ("two_level", "one_level", "ring"):
+        row[f"{level}_error_pct"] = 100.0 * (row[f"{level}_images_per_s"] - measured) / measured
 
 
 def two_level_comparison(results: Path) -> list[dict]:
     """One row per done all-reduce run across nodes with limited links (``node_link``): measured images/s beside
     the weak-scaling model with i workers per node and j nodes (two levels), and with every link slow (one
     level), each with the loopback profile (the same workers on one host, no limit) and its error (%)."""
-    records = done_records(results)
-    loopback = {(_key(r["config"]), r["config"]["workers"]): r for r in records
-                if not r["config"].get("net") and not r["config"].get("node_link")
-                and r["config"].get("backend") == "dist" and len((r.get("env") or {}).get("nodes") or [None]) == 1}
+    runs = done_runs(results)
+    loopback = {(_key(r.config), r.config.workers): r for r in runs
+                if not r.config.net and not r.config.node_link and r.config.backend == "dist"
+                and len(r.env.get("nodes") or [None]) == 1}
     rows = []
-    for r in sorted(records, key=lambda r: (r["config"]["task"], r["config"]["method"], r["config"].get("node_link")
-                                            or "", r["config"]["workers"], r["run_id"])):
-        cfg, m, nodes = r["config"], r["metrics"], sorted(set((r.get("env") or {}).get("nodes") or []))
-        if not cfg.get("node_link") or len(nodes) < 2 or servers_of(r) or not m.get("images_per_s"):
+    for r in sorted(runs, key=lambda r: (r.config.task, r.config.method, r.config.node_link or "",
+                                         r.config.workers, r.run_id)):
+        c, nodes = r.config, _nodes(r)
+        if not c.node_link or len(nodes) < 2 or servers_of(r) or not r.metrics.get("images_per_s"):
             continue
-        if cfg["workers"] % len(nodes):
+        if c.workers % len(nodes):
             continue  # an uneven spread: the model has i workers on every node
-        batch, per_node = cfg["global_batch"] // cfg["workers"], cfg["workers"] // len(nodes)
-        row = {"task": cfg["task"], "method": cfg["method"], "workers": cfg["workers"], "nodes": len(nodes),
-               "workers_per_node": per_node, "node_link": cfg["node_link"], "batch_per_worker": batch,
-               "grad_bytes_per_step": m["bytes_sent"] / (cfg["workers"] * m["steps"]),
-               "measured_images_per_s": m["images_per_s"], "two_level_images_per_s": None,
-               "two_level_error_pct": None, "one_level_images_per_s": None, "one_level_error_pct": None,
-               "ring_link_bytes_per_step": ring_link_bytes(r), "ring_images_per_s": None, "ring_error_pct": None,
-               "profile_run_id": None, "run_id": r["run_id"]}
-        profile = loopback.get((_key(cfg), cfg["workers"]))
+        row = _two_level_row(r, c.workers // len(nodes))
+        profile = loopback.get((_key(c), c.workers))
         if (step_s := _step_s(profile)) is not None:
-            row["profile_run_id"] = profile["run_id"]
-            for level, i in (("two_level", per_node), ("one_level", 1)):
-                p = predict(cfg["task"], cfg["method"], cfg["workers"], net_rate_bits(cfg["node_link"]) / 8,
-                            step_time_s=step_s, batch=batch, gpus_per_node=i, latency_s=LATENCY_1GBE.value,
-                            cpu_gpu_bytes_per_s=NO_COPY, gpu_gpu_bytes_per_s=NO_COPY,
-                            grad_bytes=row["grad_bytes_per_step"])
-                row[f"{level}_images_per_s"] = p.images_per_s
-            ring_s = step_s + row["ring_link_bytes_per_step"] / (net_rate_bits(cfg["node_link"]) / 8)
-            row["ring_images_per_s"] = cfg["workers"] * batch / ring_s
-            for level in ("two_level", "one_level", "ring"):
-                row[f"{level}_error_pct"] = 100.0 * (row[f"{level}_images_per_s"] - m["images_per_s"]) / m["images_per_s"]
+            row["profile_run_id"] = profile.run_id
+            _two_level_predictions(row, c, r.metrics["images_per_s"], step_s)
         rows.append(row)
     return rows

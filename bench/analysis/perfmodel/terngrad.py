@@ -34,7 +34,7 @@ Readings of the text (the paper does not say more):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from commbench.tasks import Cited, assumed
 
@@ -79,9 +79,6 @@ class Cluster:
     def workers(self) -> int:
         """N = i * j."""
         return self.gpus_per_node * self.nodes
-
-    def with_(self, **changes) -> "Cluster":
-        return replace(self, **changes)
 
 
 def profiled_time(compute_s: float, grad_bytes: float, cpu_gpu_bw: float) -> float:

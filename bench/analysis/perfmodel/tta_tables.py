@@ -15,12 +15,13 @@ import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from commbench.analysis.runs import Run, as_run, read_runs
 from commbench.analysis.table import chosen_params
 from commbench.analysis.tta import STRONG_BASELINES
 from commbench.config import ConfigError
 from commbench.config.parsers import net_rate_bits
 from commbench.store.safe_io import write_with
-from commbench.store.records import UNKNOWN_CPU, Status, cpu_of, iter_records
+from commbench.store.records import UNKNOWN_CPU
 
 from .projection import (TCP_ETHERNET_SHARE, Arm, Links, Segment, exchange_s, relative_error, step_s,
                          time_to_target_s)
@@ -42,21 +43,20 @@ class Measured:
     whole: tuple = ()       # each seed's whole run in segments (empty: a history without cumulative bytes)
 
 
-def _topology(cfg: dict) -> str:
-    params = cfg.get("method_params") or {}
-    if cfg["method"] in ALLREDUCE_METHODS:
-        return params.get("topology") or "allreduce"
-    return params.get("topology") or "allgather"
+def _topology(run: Run) -> str:
+    if run.config.method in ALLREDUCE_METHODS:
+        return run.params.get("topology") or "allreduce"
+    return run.params.get("topology") or "allgather"
 
 
-def _label(cfg: dict) -> str:
-    params = chosen_params(cfg)
-    return cfg["method"] + (f" ({params})" if params else "")
+def _label(run: Run) -> str:
+    params = chosen_params(run.stored)  # what the run set itself: its sources, as stored
+    return run.config.method + (f" ({params})" if params else "")
 
 
-def _per_step(record: dict) -> dict:
-    m, cfg = record["metrics"], record["config"]
-    steps, workers = m["steps"], cfg["workers"]
+def _per_step(run: Run) -> dict:
+    m = run.metrics
+    steps, workers = m["steps"], run.config.workers
     t = m.get("time_breakdown") or {}
     encode, decode, wait = (t.get(k) or 0.0 for k in ("encode_s", "decode_s", "wait_s"))
     return {"compute": (m["train_s"] - wait - encode - decode) / steps, "codec": (encode + decode) / steps,
@@ -64,16 +64,18 @@ def _per_step(record: dict) -> dict:
             "sent": m["bytes_sent"] / (workers * steps), "received": m["bytes_received"] / (workers * steps)}
 
 
-def _segments(record: dict, upto: int | None = None) -> tuple[Segment, ...]:
+def _segments(run: Run | dict, upto: int | None = None) -> tuple[Segment, ...]:
     """The run to step ``upto`` (None: its last history point) in segments of constant bytes per worker per step,
     from the history's cumulative ``bytes_sent`` and ``bytes_received`` (all workers); a record whose history has
     no received bytes (older than that field) in the whole run's proportion of received to sent. Empty where a
-    point lacks the cumulative bytes sent."""
-    m, workers = record["metrics"], record["config"]["workers"]
+    point lacks the cumulative bytes sent. A record dict is read as a run (tests build one from a trainer's
+    outcome)."""
+    run = as_run(run)
+    m, workers = run.metrics, run.config.workers
     ratio = m["bytes_received"] / m["bytes_sent"] if m.get("bytes_sent") else None
     segments: list[Segment] = []
     step, sent, received = 0, 0.0, 0.0
-    for point in record.get("history") or []:
+    for point in run.history:
         if upto is not None and point["step"] > upto:
             break
         if not isinstance(point.get("bytes_sent"), (int, float)):
@@ -98,18 +100,17 @@ def _segments(record: dict, upto: int | None = None) -> tuple[Segment, ...]:
     return tuple(segments)
 
 
-def _crossing(record: dict, target: float) -> tuple[int | None, float | None]:
-    for point in record.get("history") or []:
+def _crossing(run: Run, target: float) -> tuple[int | None, float | None]:
+    for point in run.history:
         if isinstance(point.get("top1"), (int, float)) and point["top1"] >= target:
             return point.get("step"), point.get("train_s")
     return None, None
 
 
 def _grid_runs(results: Path, task: str, workers: int, net: str):
-    for r in iter_records(results):
-        cfg = r.get("config") or {}
-        if (r.get("status") == Status.DONE and cfg.get("task") == task and cfg.get("workers") == workers
-                and cfg.get("net") == net and (r.get("metrics") or {}).get("train_s")):
+    for r in read_runs(results):
+        c = r.config
+        if r.done and c.task == task and c.workers == workers and c.net == net and r.metrics.get("train_s"):
             yield r
 
 
@@ -120,8 +121,8 @@ def timing_cpu(results: Path, task: str, workers: int, nets: list[str], cpu: str
     counts: dict[str, dict[str, int]] = {}
     for net in nets:
         for r in _grid_runs(results, task, workers, net):
-            counts.setdefault(cpu_of(r), {}).setdefault(net, 0)
-            counts[cpu_of(r)][net] += 1
+            counts.setdefault(r.cpu, {}).setdefault(net, 0)
+            counts[r.cpu][net] += 1
     listed = "; ".join(f"{name} ({', '.join(f'{c} on {n}' for n, c in per.items())})"
                        for name, per in sorted(counts.items()))
     if cpu is not None:
@@ -140,32 +141,32 @@ def measured_arms(results: Path, task: str, workers: int, net: str, target: floa
                   cpu: str | None = None) -> dict:
     """label -> :class:`Measured`, from the done runs of ``task`` on ``workers`` workers behind ``net`` links,
     timed on ``cpu`` (None: whatever CPU)."""
-    runs: dict[str, list[dict]] = {}
+    runs: dict[str, list[Run]] = {}
     for r in _grid_runs(results, task, workers, net):
-        if cpu is None or cpu_of(r) == cpu:
-            runs.setdefault(_label(r["config"]), []).append(r)
+        if cpu is None or r.cpu == cpu:
+            runs.setdefault(_label(r), []).append(r)
     arms = {}
-    for label, records in sorted(runs.items()):
-        goal = target if target is not None else records[0]["config"].get("eval_target")
+    for label, seeds in sorted(runs.items()):
+        goal = target if target is not None else seeds[0].config.eval_target
         if goal is None:
             raise ConfigError(f"{label} on {net}: the runs declared no target (eval.target); pass --target")
-        crossings = [_crossing(r, goal) for r in records]
-        costs = [_per_step(r) for r in records]
+        crossings = [_crossing(r, goal) for r in seeds]
+        costs = [_per_step(r) for r in seeds]
         mean = lambda key: sum(c[key] for c in costs) / len(costs)  # noqa: E731
         steps = [s for s, _ in crossings]
         times = [t for _, t in crossings]
-        cfg = records[0]["config"]
+        first = seeds[0]
         reached = None not in steps
-        to_target = tuple(_segments(r, s) for r, s in zip(records, steps)) if reached else ()
-        whole = tuple(_segments(r) for r in records)
-        arm = Arm(label, _topology(cfg), sum(steps) / len(steps) if reached else None, mean("sent"),
-                  mean("received"), int((cfg.get("method_params") or {}).get("servers") or 1), mean("codec"),
-                  cfg.get("exchange") == "overlapped" and cfg["method"] in ALLREDUCE_METHODS,
+        to_target = tuple(_segments(r, s) for r, s in zip(seeds, steps)) if reached else ()
+        whole = tuple(_segments(r) for r in seeds)
+        arm = Arm(label, _topology(first), sum(steps) / len(steps) if reached else None, mean("sent"),
+                  mean("received"), int(first.params.get("servers") or 1), mean("codec"),
+                  first.config.exchange == "overlapped" and first.config.method in ALLREDUCE_METHODS,
                   runs=to_target if all(to_target) else ())
-        arms[label] = Measured(arm, cfg["method"], mean("compute"),
-                               sum(times) / len(times) if None not in times else None, len(records),
+        arms[label] = Measured(arm, first.config.method, mean("compute"),
+                               sum(times) / len(times) if None not in times else None, len(seeds),
                                sum(t is not None for t in times),
-                               {r["config"].get("seed"): t for r, t in zip(records, times)}, mean("wait"),
+                               {r.config.seed: t for r, t in zip(seeds, times)}, mean("wait"),
                                whole if all(whole) else ())
     return arms
 
