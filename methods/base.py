@@ -57,9 +57,12 @@ class Method(ABC):
     # where a parameter's default comes from, where it is more than the method's choice (a paper, the authors'
     # code): --dry-run prints it beside the value
     param_sources: ClassVar[dict[str, str]] = {}
+    # the method applies heavy-ball momentum itself, before compression (DGC's momentum correction, Signum), from
+    # its parameter ``momentum``, which resolving a run takes from the recipe's optimizer (then plain SGD)
+    owns_momentum: ClassVar[bool] = False
 
     def __init__(self, comm: Communicator, workers: Sequence[Worker], params, weight_decay: Mapping[str, float],
-                 ema: float = 0.0):
+                 ema: float = 0.0, shared_seed: int = 0):
         if [w.rank for w in workers] != comm.local_ranks:
             raise ValueError("workers must match the communicator's local ranks, in order")
         self.comm = comm
@@ -67,6 +70,9 @@ class Method(ABC):
         self.params = params
         self.weight_decay = dict(weight_decay)
         self.names = list(self.workers[0].params)
+        # one seed every worker of the run knows (its workers' own seeds differ): what all of them must draw
+        # alike, such as random-k's coordinates, is drawn from it
+        self.shared_seed = shared_seed
         self.ema = ema  # averaging decay for methods that evaluate their own global weights (see eval_weights)
         self.times: dict[str, float] = {}  # seconds per phase of the exchange, summed over steps (see timed)
 

@@ -11,9 +11,9 @@ Usage (one state per DDP model; the state keeps the method's memory and the step
     print(ledger.total_sent(), "bytes sent")
 
 For the same local gradients and seeds, the averaged gradient a hook hands back to DDP is bit for bit the one the
-harness's :class:`commbench.methods.terngrad.TernGrad` / :class:`commbench.methods.threshold.Threshold` compute (before their weight
-decay): the hooks run the harness's own exchange (compressor, memory, collectives) over DDP's process group, one
-DDP bucket at a time. What differs is only the grouping: DDP's buckets (whose order changes when DDP rebuilds
+harness's :class:`commbench.methods.terngrad.TernGrad` / :class:`commbench.methods.threshold.Threshold`
+compute (before their weight decay): the hooks run the harness's own exchange (compressor, memory, collectives)
+over DDP's process group, one DDP bucket at a time. What differs is only the grouping: DDP's buckets (whose order changes when DDP rebuilds
 them after the first iteration) instead of the harness's, and a tensor's payload does not depend on its group.
 
 Limits: float32 gradients only (as the harness); weight decay is not part of any hook, so keep it in the
@@ -45,8 +45,8 @@ class TernGradHookState(KitHookState):
     this rank's own seed (the harness's ``Worker.seed``); each tensor's Bernoulli draws come from
     ``mix_seed(worker_seed, step, j)``, j its index among the ternarized tensors (model parameter order).
     ``step`` starts at 0 and counts backward passes; set it when resuming from a checkpoint. ``ledger``: a
-    :class:`commbench.methods.comm.ByteLedger` that counts every byte this rank sends and receives, as the harness counts
-    its own (``ledger.total_sent()``)."""
+    :class:`commbench.methods.comm.ByteLedger` that counts every byte this rank sends and receives, as the harness
+    counts its own (``ledger.total_sent()``)."""
 
     def __init__(self, model: nn.Module, params: TernGradParams, worker_seed: int,
                  process_group: dist.ProcessGroup | None = None, ledger: ByteLedger | None = None):

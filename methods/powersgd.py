@@ -13,6 +13,7 @@ in float32 (an all-reduce each).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -107,9 +108,9 @@ class PowerSGD(Method):
         names = list(names)
         key = tuple(names)
         with self.timed("encode"):
-            buffers = [self.flatten(g, names).clone() for g in grads]
             if self.state[self.workers[0].rank].iter < self.params.start_iter:
-                return Pending(names, plain=self.comm.allreduce_async(buffers))
+                return Pending(names, plain=self.comm.allreduce_async([self.flatten(g, names) for g in grads]))
+            buffers = [self._bucket_buffer(self.flatten(g, names)) for g in grads]
             pending = Pending(names, buffers=buffers, copies=[], views=[])
             uncompressed, ps_memory = [], []
             for worker, buffer, g in zip(self.workers, buffers, grads):
@@ -130,6 +131,10 @@ class PowerSGD(Method):
         pending.uncompressed = self.comm.allreduce_async(uncompressed)
         pending.p = self.comm.allreduce_async(ps_memory)
         return pending
+
+    def _bucket_buffer(self, flat: torch.Tensor) -> torch.Tensor:
+        """The bucket as this method compresses it: a copy (decompressed into in place)."""
+        return flat.clone()
 
     def _split(self, s: WorkerState, key, buffer, g, names):
         """torch's steps I-III for one worker: the tensors' views of ``buffer``, those left uncompressed, the
@@ -165,6 +170,11 @@ class PowerSGD(Method):
                 ps.append(s.p_memory[key][p_at:p_at + n * r].view(1, n, r))
                 qs.append(s.q_memory[key][q_at:q_at + m * r].view(1, m, r))
                 p_at, q_at = p_at + n * r, q_at + m * r
+        self._start_qs(s, qs, randomize, buffer.dtype)
+        return plain, matrices, ps, qs
+
+    def _start_qs(self, s: WorkerState, qs, randomize: bool, dtype) -> None:
+        """Q warm-started (orthogonalized again) or drawn from the seed all workers share, then orthogonalized."""
         if not randomize:
             for q in qs:
                 _orthogonalize(q, self.params.orthogonalization_epsilon)
@@ -172,9 +182,8 @@ class PowerSGD(Method):
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(s.rng.randint(1_000_000_000))
                 for q in qs:
-                    q.copy_(torch.randn(*q.shape, device="cpu", dtype=buffer.dtype))
+                    q.copy_(torch.randn(*q.shape, device="cpu", dtype=dtype))
                     _orthogonalize(q, self.params.orthogonalization_epsilon)
-        return plain, matrices, ps, qs
 
     def _finish_bucket(self, pending: Pending, grads) -> list[dict]:
         n = self.comm.world_size
@@ -253,3 +262,32 @@ class PowerSGD(Method):
                 dict(saved["q"])
             name, keys, pos, has_gauss, cached = saved["rng"]
             s.rng.set_state((name, keys.cpu().numpy().astype(np.uint32), pos, has_gauss, cached))
+
+
+class BatchedPowerSGD(PowerSGD):
+    """torch's ``batched_powerSGD_hook``: not tensor by tensor, but the whole bucket as one square matrix (its
+    flat gradient padded with zeros to side x side, side = ceil(sqrt(numel))), compressed at rank r: P = M Q,
+    all-reduce P, orthogonalize, Q = M^T P, all-reduce Q, Q / N, M ~ P Q^T; error feedback and warm start as the
+    per-tensor hook. Faster than it (two small all-reduces per bucket) and, by torch's own warning, much less
+    accurate unless r = 1, because the tensors' rows and columns are not aligned in the square. Bytes per
+    worker and bucket: 2 x side x r float32 (``min_compression_rate`` does not apply: torch compresses every
+    bucket)."""
+
+    name = "powersgd-batched"
+    summary = "batched PowerSGD: the whole bucket as one square matrix at rank r (torch's batched_powerSGD_hook)"
+
+    def _bucket_buffer(self, flat: torch.Tensor) -> torch.Tensor:
+        side = math.ceil(math.sqrt(flat.numel()))
+        buffer = torch.zeros(side * side, dtype=flat.dtype, device=flat.device)
+        buffer[:flat.numel()].copy_(flat)
+        return buffer
+
+    def _split(self, s: WorkerState, key, buffer, g, names):
+        side, r = math.isqrt(buffer.numel()), self.params.rank  # torch's: r as given, not min(side, r)
+        randomize = not self.params.warm_start or key not in s.p_memory
+        if randomize:
+            s.p_memory[key] = torch.empty(side * r, dtype=buffer.dtype, device=buffer.device)
+            s.q_memory[key] = torch.empty(side * r, dtype=buffer.dtype, device=buffer.device)
+        p, q = s.p_memory[key].view(1, side, r), s.q_memory[key].view(1, side, r)
+        self._start_qs(s, [q], randomize, buffer.dtype)
+        return [], [buffer.view(1, side, side)], [p], [q]

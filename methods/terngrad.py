@@ -117,8 +117,8 @@ class TernaryCompressor(Compressor):
     """TernGrad's steps for one worker's group: clip at c sigma, take each tensor's scaler (or one for the
     group, ``layerwise=False``), share the scalers as the workers' max (Eq. 4) where asked, draw each tensor's
     Bernoulli trits from its own (seed, step, tensor) stream and pack them (one fused pass,
-    :class:`commbench.methods.codecs.fused_ternary.TernaryCodec`). The average: with shared scalers the integer level sum x
-    s / N; without, each worker's s_i x trits_i added in rank order (its scalers travel at its payload's head).
+    :class:`commbench.methods.codecs.fused_ternary.TernaryCodec`). The average: with shared scalers the integer level
+    sum x s / N; without, each worker's s_i x trits_i added in rank order (its scalers travel at its payload's head).
     Tensors under ``min_size`` elements and, with ``float_last_layer``, the last module's travel as float32."""
 
     unbiased = "the input clipped at c sigma (the scaler's bound)"

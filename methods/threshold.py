@@ -40,9 +40,10 @@ class ThresholdParams:
 
 class ThresholdCompressor(Compressor):
     """One worker's group: its share of the mean, g / N, added to its residual; the elements whose accumulated
-    magnitude reaches T sent in the rule's wire format (:mod:`commbench.methods.codecs.sparse`: sparse or bitmap, whichever
-    is smaller), the rest kept (one fused pass, :func:`commbench.methods.codecs.fused_threshold.encode_into`). The average
-    is the sum of the workers' sent values, added in rank order (each already sent its share)."""
+    magnitude reaches T sent in the rule's wire format (:mod:`commbench.methods.codecs.sparse`: sparse or
+    bitmap, whichever is smaller), the rest kept (one fused pass,
+    :func:`commbench.methods.codecs.fused_threshold.encode_into`). The average is the sum of the workers' sent
+    values, added in rank order (each already sent its share)."""
 
     same_size = False  # each worker sends what crossed T: a variable-size all-gather
     claims = {"residual": "sent + residual = accumulated gradient (Sec. 2.1)"}

@@ -83,15 +83,15 @@ def compare(records: list[Run | dict], factor: str, reference: str, margin: floa
             if not paired:
                 continue
             label = f"{factor} {value} vs {reference}"
-            # the test set's error (papers/evidence.py) reads each run's correctness from its record
-            terms = [[(1.0, seeds[s].record, by_value[reference][s].record)] for s in paired]
+            # the test set's error (papers/evidence.py) reads each run's stored correctness
+            terms = [[(1.0, seeds[s], by_value[reference][s])] for s in paired]
             values = [100 * (_top1(seeds[s]) - _top1(by_value[reference][s])) for s in paired]
             out.append(_comparison(f"{method} top-1", label, values, terms, margin))
             if method != "baseline" and baseline and value in baseline and reference in baseline:
                 both = [s for s in paired if s in baseline[value] and s in baseline[reference]]
                 if both:
-                    terms = [[(1.0, seeds[s].record, baseline[value][s].record),
-                              (-1.0, by_value[reference][s].record, baseline[reference][s].record)] for s in both]
+                    terms = [[(1.0, seeds[s], baseline[value][s]),
+                              (-1.0, by_value[reference][s], baseline[reference][s])] for s in both]
                     values = [100 * ((_top1(seeds[s]) - _top1(baseline[value][s]))
                                      - (_top1(by_value[reference][s]) - _top1(baseline[reference][s])))
                               for s in both]

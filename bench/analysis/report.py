@@ -18,6 +18,7 @@ from commbench.analysis.papers.reference import PAPERS
 from commbench.analysis.papers.tables import LEGEND, build, layout, rows, sections, totals_line, verdict_counts
 from commbench.analysis.plots import plot_all
 from commbench.store.records import MAX_RECORD_BYTES, UnreadableRecord, iter_records, part_way_line
+from commbench.store.results_folder import CAMPAIGN, ReportFolder, ResultsFolder
 from commbench.analysis.table import COLUMNS, comparison, records_frame
 
 
@@ -172,8 +173,8 @@ def _fmt_cell(value) -> str:
 def is_campaign(results: Path) -> bool:
     """A folder of the project's reproduction campaign (or the results folder holding it): its report is about
     the papers."""
-    results = Path(results)
-    return results.name == "campaign" or (results / "campaign" / "runs").is_dir()
+    folder = ResultsFolder(results)
+    return folder.root.name == CAMPAIGN or folder.campaign.runs.is_dir()
 
 
 def blocks(results: Path, figures_dir: Path, paper: bool = False, root: Path | None = None) -> list[Block]:
@@ -278,8 +279,9 @@ def write_report(results: Path, out: Path, paper: bool = False) -> list[Path]:
 
     root = output_root(out, results)  # nothing below it is written through a link (a planted report/ is refused)
     ensure_folder(out, root)
-    items = blocks(results, out / "figures", paper, root)
-    md, page = out / "report.md", out / "report.html"
+    report = ReportFolder(out)
+    items = blocks(results, report.figures, paper, root)
+    md, page = report.markdown, report.page
     atomic_write(md, to_markdown(items, out), root)
     atomic_write(page, to_html(items), root)
     return [md, page]

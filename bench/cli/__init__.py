@@ -11,7 +11,7 @@ from commbench.config import (SETTING, ConfigError, ascii_float, ascii_int, desc
                               run_flags)
 from commbench.config.grid import GRIDS_DIR
 from commbench.analysis.papers.reference import PAPERS
-from commbench.config.parsers import output_file, output_folder
+from commbench.config.parsers import existing_results_folder, output_file, output_folder
 from commbench.methods.registry import MethodRegistryError
 from commbench.store.safe_io import UnsafePath
 from commbench.cli import model as model_command
@@ -322,11 +322,11 @@ def cmd_sweep(args) -> int:
 def cmd_table(args) -> int:
     given = args.results
     args.results = results_of(args)
-    if not Path(args.results).is_dir():
-        if args.paper and not given:  # outside a checkout: the campaign's records are not package data
-            raise ConfigError(f"--paper: no {PROJECT_RESULTS}/ folder here; pass the folder that holds the records "
-                              f"to judge (--results DIR; the project's committed ones are a checkout's results/)")
-        raise ConfigError(f"--results {args.results}: no such folder")
+    if args.paper and not given and not Path(args.results).is_dir():
+        # outside a checkout: the campaign's records are not package data
+        raise ConfigError(f"--paper: no {PROJECT_RESULTS}/ folder here; pass the folder that holds the records "
+                          f"to judge (--results DIR; the project's committed ones are a checkout's results/)")
+    existing_results_folder(args.results)
     if args.out and Path(args.out).is_dir():  # checked first: an hour's table must not fail at its last step
         raise ConfigError(f"--out {args.out}: a folder; --out names the file the table is written to "
                           f"(the records are read from --results)")
@@ -375,8 +375,7 @@ def cmd_compare(args) -> int:
     from commbench.analysis.equivalence import compare
     from commbench.store.records import iter_records
 
-    if not Path(args.results).is_dir():
-        raise ConfigError(f"--results {args.results}: no such folder")
+    existing_results_folder(args.results)
     if not math.isfinite(args.margin) or args.margin <= 0:
         raise ConfigError(f"--margin {args.margin}: a positive number of points")
     rows = [c.row() for c in compare(list(iter_records(Path(args.results))), args.factor, args.reference,
@@ -393,10 +392,9 @@ def cmd_plot(args) -> int:
     from commbench.analysis.plots import plot_all
 
     args.results = results_of(args)
-    if not Path(args.results).is_dir():
-        raise ConfigError(f"--results {args.results}: no such folder")
+    results = existing_results_folder(args.results)
     # before any work: a folder that is a file, is below one or is in /proc is bad input, named
-    out = output_folder("--out", args.out or str(Path(args.results) / "figures"))
+    out = output_folder("--out", args.out or str(results.figures))
     written = plot_all(Path(args.results), out, paper=args.paper)
     for path in written:
         print(path)
@@ -409,10 +407,9 @@ def cmd_report(args) -> int:
     from commbench.analysis.report import write_report
 
     args.results = results_of(args)
-    if not Path(args.results).is_dir():
-        raise ConfigError(f"--results {args.results}: no such folder")
+    results = existing_results_folder(args.results)
     # before any work: a folder that is a file, is below one or is in /proc is bad input, named
-    out = output_folder("--out", args.out or str(Path(args.results) / "report"))
+    out = output_folder("--out", args.out or str(results.report.root))
     for path in write_report(Path(args.results), out, paper=args.paper):
         print(path)
     return 0

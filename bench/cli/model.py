@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING
 
 from commbench.analysis.perfmodel import alphabeta, ssdsgd, terngrad
 from commbench.config import ConfigError, ascii_float, ascii_int, check_names, parse_set
-from commbench.config.parsers import (MAX_LIST_VALUE, bounded, int_list, output_file, output_folder, rate_bytes,
-                                      size_bytes)
+from commbench.config.parsers import (MAX_LIST_VALUE, bounded, existing_results_folder, int_list, output_file,
+                                      output_folder, rate_bytes, size_bytes)
+from commbench.store.results_folder import ResultsFolder
 from commbench.store.safe_io import output_root
 
 # The tables (and the byte ledger under them) import torch: each command imports them when it runs, so that the
@@ -169,9 +170,7 @@ def run_tta(args) -> int:
     from commbench.analysis.perfmodel import clusters, tta_tables
     from commbench.analysis.perfmodel.tables import render
 
-    results = Path(args.results)
-    if not results.is_dir():
-        raise ConfigError(f"--results {args.results}: no such folder")
+    results = existing_results_folder(args.results).root
     for flag, rate in (("--calibrate-on", args.calibrate_on), ("--validate-on", args.validate_on)):
         if rate:
             rate_bytes(rate, flag)
@@ -216,7 +215,8 @@ def figure_of(args, results: Path) -> tuple[Path | None, Path | None]:
     if not bare and args.figures is not None:
         raise ConfigError(f"--figures: only with a bare --sweep-bandwidth name; {name} names its folder already")
     if bare:
-        folder = output_folder("--figures", args.figures) if args.figures is not None else results / "figures"
+        folder = (output_folder("--figures", args.figures) if args.figures is not None
+                  else ResultsFolder(results).figures)
         given = folder / given.name
     output_file("--sweep-bandwidth", str(given))
     return given, output_root(given.parent, results)

@@ -4,23 +4,23 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
-from pathlib import Path
 from typing import Iterable
 
+from commbench.analysis.runs import as_run
 from commbench.cli.grids import grid_runs
 from commbench.config import ConfigError, RunConfig
+from commbench.config.parsers import existing_results_folder
 from commbench.store.records import FINISHED, UNKNOWN_CPU, Status, cpu_of
+from commbench.store.results_folder import ResultsFolder
 
 
 def run(args) -> int:
     from commbench.launch.owner import holders
     from commbench.launch.queue import queue_states, reconcile, submissions
-    from commbench.launch.progress import claims_dir  # launch.runner, which names it too, imports torch
     from commbench.store.records import iter_records
 
-    out = Path(args.results)
-    if not out.is_dir():
-        raise ConfigError(f"--results {out}: no such folder")
+    folder = existing_results_folder(args.results)
+    out = folder.root
     for option, given in (("--only", args.only), ("--set", args.set), ("--max-runs", args.max_runs is not None)):
         if given and not args.grid:  # they choose among a grid's runs: without one they would be ignored
             raise ConfigError(f"{option}: only with --grid (it chooses among a grid's runs)")
@@ -30,14 +30,14 @@ def run(args) -> int:
     notes = submissions(out)
     states = queue_states([n["job_id"] for n in notes.values()]) if notes else {}
     current = reconcile(out, notes, states, every)  # writes failed records for jobs that died without one
-    running = holders(claims_dir(out))  # runs a process on this host is training now (a sweep's lane)
-    folder = _Folder(out, every, notes, current, running)
+    running = holders(folder.claims)  # runs a process on this host is training now (a sweep's lane)
+    recorded = _Folder(folder, every, notes, current, running)
     several = len(grids) > 1
     # the lines of the runs go to stdout and the summary to stderr, unless --summary, which prints only the summary
     summary_to = sys.stdout if args.summary else sys.stderr
     left: dict[str, dict] = {}  # every grid's unfinished runs, once each, for the estimate over all of them
     for grid, wanted in grids or [(None, None)]:
-        lines, summary = folder.report(wanted, left, how=not several)
+        lines, summary = recorded.report(wanted, left, how=not several)
         if wanted is not None and any(c.net or c.node_link for c in wanted) and (line := _timed_on_other_cpus(
                 every[c.run_id] for c in wanted if c.run_id in every)):
             summary.append(line)
@@ -76,8 +76,8 @@ def _estimate(left: Iterable[dict], records: Iterable[dict], how: bool = True) -
 class _Folder:
     """A results folder's records, Slurm jobs and running claims, read once and reported per grid."""
 
-    def __init__(self, out: Path, every: dict, notes: dict, current: dict, running: dict):
-        self.out, self.every, self.notes, self.current, self.running = out, every, notes, current, running
+    def __init__(self, folder: ResultsFolder, every: dict, notes: dict, current: dict, running: dict):
+        self.folder, self.every, self.notes, self.current, self.running = folder, every, notes, current, running
 
     def report(self, wanted: list[RunConfig] | None, left: dict[str, dict],
                how: bool = True) -> tuple[list[tuple[str, str]], list[str]]:
@@ -93,10 +93,10 @@ class _Folder:
         # a run being trained with no record yet (its first attempt), outside any grid asked about
         unlisted = [] if wanted is not None else sorted(set(self.running) - set(records) - set(notes))
         mine: dict[str, dict] = {}
-        lines = [_recorded_line(self.out, run_id, records.get(run_id), notes.get(run_id), self.current,
+        lines = [_recorded_line(self.folder, run_id, records.get(run_id), notes.get(run_id), self.current,
                                 self.running, mine) for run_id in sorted(set(records) | set(notes))]
-        lines += [_to_do_line(self.out, cfg, self.running, mine) for cfg in todo]
-        lines += [_unlisted_line(self.out, run_id, self.running) for run_id in unlisted]
+        lines += [_to_do_line(self.folder, cfg, self.running, mine) for cfg in todo]
+        lines += [_unlisted_line(self.folder, run_id, self.running) for run_id in unlisted]
         left.update(mine)
         counts = Counter(state for state, _ in lines)
         summary = [", ".join(f"{n} {s}" for s, n in sorted(counts.items()))] if lines else []
@@ -121,22 +121,23 @@ def _timed_on_other_cpus(records: Iterable[dict]) -> str:
             "runs timed here pair with none of them")
 
 
-def _recorded_line(out: Path, run_id: str, record: dict | None, note: dict | None, current: dict, running: dict,
-                   left: dict[str, dict]) -> tuple[str, str]:
+def _recorded_line(folder: ResultsFolder, run_id: str, record: dict | None, note: dict | None, current: dict,
+                   running: dict, left: dict[str, dict]) -> tuple[str, str]:
     """A run with a record or a Slurm job: its state and line (an unfinished one also joins ``left``)."""
     from commbench.launch.queue import Shown, record_is_current
 
     state = Shown.RUNNING if run_id in running else current.get(run_id) or record["status"]
-    c = (record or {}).get("config") or note["config"]
-    m = (record or {}).get("metrics", {}) if record_is_current(record, note) and run_id not in running else {}
+    # the configuration as stored (a job's note holds the one it was submitted with): its lines show it as is
+    c = (as_run(record).stored if record else {}) or as_run(note or {}).stored
+    m = as_run(record).metrics if record_is_current(record, note) and run_id not in running else {}
     top1 = f"{m['top1']:.4f}" if m.get("top1") is not None else "—"
     job = f"  job {note['job_id']}" if note else ""
-    live = _live(out, run_id) if run_id in running else None
+    live = _live(folder, run_id) if run_id in running else None
     reached = _recorded_steps(record) if m else None
     # where the record does not say how far the run got (one stopped before it could write its metrics), or the
     # run is queued or training: its checkpoint does
     asks_checkpoint = state in (Shown.RUNNING, Shown.PENDING, Shown.REQUEUED) or (m and reached is None)
-    progress = _checkpoint_step(out, run_id) if asks_checkpoint else None
+    progress = _checkpoint_step(folder, run_id) if asks_checkpoint else None
     steps = (_pace(live, c) if live else f"{reached}/{c.get('steps')}" if reached is not None else
              f"{progress}/{c.get('steps')} (checkpoint)" if progress else f"-/{c.get('steps')}")
     if state not in FINISHED:
@@ -150,10 +151,11 @@ def _recorded_line(out: Path, run_id: str, record: dict | None, note: dict | Non
 def _recorded_steps(record: dict) -> int | None:
     """The steps a recorded run reached: its metrics', else its history's last point's (a record written when a
     run stopped part-way may carry no metrics), else None."""
-    steps = (record.get("metrics") or {}).get("steps")
+    run = as_run(record)
+    steps = run.metrics.get("steps")
     if isinstance(steps, int):
         return steps
-    points = [p.get("step") for p in record.get("history") or [] if isinstance(p, dict)]
+    points = [p.get("step") for p in run.history if isinstance(p, dict)]
     return max((p for p in points if isinstance(p, int)), default=None)
 
 
@@ -177,34 +179,34 @@ def _method(cfg: dict) -> str:
     return f"{method}({','.join(f'{k}={v}' for k, v in sorted(chosen.items()))})" if chosen else str(method)
 
 
-def _to_do_line(out: Path, cfg: RunConfig, running: dict, left: dict[str, dict]) -> tuple[str, str]:
+def _to_do_line(folder: ResultsFolder, cfg: RunConfig, running: dict, left: dict[str, dict]) -> tuple[str, str]:
     """A grid's run with no record and no job: to do, or being trained here for the first time."""
     from commbench.launch.queue import Shown
 
     state = Shown.RUNNING if cfg.run_id in running else Shown.TO_DO
     by = f"  ({running[cfg.run_id]})" if cfg.run_id in running else ""
-    live = _live(out, cfg.run_id) if cfg.run_id in running else None
-    progress = None if live else _checkpoint_step(out, cfg.run_id)  # a checkpoint carried from elsewhere
+    live = _live(folder, cfg.run_id) if cfg.run_id in running else None
+    progress = None if live else _checkpoint_step(folder, cfg.run_id)  # a checkpoint carried from elsewhere
     left[cfg.run_id] = _unfinished(cfg.to_dict(), live, progress)
     steps = _pace(live, left[cfg.run_id]) if live else f"{progress}/{cfg.steps} (checkpoint)" if progress else f"-/{cfg.steps}"
     return state, (f"{state:9s} {cfg.run_id}  {cfg.task} {_method(cfg.to_dict())} w={cfg.workers} {cfg.backend} "
                    f"steps={steps}{by}")
 
 
-def _unlisted_line(out: Path, run_id: str, running: dict) -> tuple[str, str]:
+def _unlisted_line(folder: ResultsFolder, run_id: str, running: dict) -> tuple[str, str]:
     """A run being trained here that has no record yet and belongs to no grid asked about."""
     from commbench.launch.queue import Shown
 
-    live = _live(out, run_id)
+    live = _live(folder, run_id)
     steps = f"  steps={_pace(live, live)}" if live else ""
     return Shown.RUNNING, f"{Shown.RUNNING:9s} {run_id}{steps}  ({running[run_id]})"
 
 
-def _live(out: Path, run_id: str) -> dict | None:
+def _live(folder: ResultsFolder, run_id: str) -> dict | None:
     """Where a run being trained here stands now (its ProgressFile), or None."""
-    from commbench.launch.progress import progress_path, read_progress
+    from commbench.launch.progress import read_progress
 
-    return read_progress(progress_path(out, run_id))
+    return read_progress(folder.progress(run_id))
 
 
 def _unfinished(cfg: dict, live: dict | None, checkpoint_step: int | None) -> dict:
@@ -220,10 +222,9 @@ def _pace(live: dict, cfg: dict) -> str:
     return f"{live['step']}/{cfg.get('steps')}{pace}"
 
 
-def _checkpoint_step(out: Path, run_id: str) -> int | None:
+def _checkpoint_step(folder: ResultsFolder, run_id: str) -> int | None:
     from commbench.run.checkpoint import Checkpoints
-    from commbench.launch.progress import checkpoint_dir
 
-    latest = Checkpoints(checkpoint_dir(out, run_id)).latest()
+    latest = Checkpoints(folder.checkpoints(run_id)).latest()
     return latest.get("step") if latest else None
 

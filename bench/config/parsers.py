@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from commbench.config.errors import ConfigError
+from commbench.store.results_folder import ResultsFolder
 from commbench.store.safe_io import UnsafePath, check_target
 
 
@@ -140,6 +141,16 @@ def output_folder(option: str, value: str) -> Path:
         raise ConfigError(f"{option} {value}: is a file, not a folder")
     _writable_folder(option, value, path)
     return path
+
+
+def existing_results_folder(value: str, option: str = "--results") -> ResultsFolder:
+    """The results folder a command reads (table, compare, plot, report, status, model tta), checked before any
+    work: ConfigError, one line naming the path as the user gave it, unless it is a folder. Checked when the
+    command starts, not as argparse's ``type``: argparse would word the message its own way, and a reading
+    command's default folder depends on its other options (``--paper``)."""
+    if not Path(value).is_dir():
+        raise ConfigError(f"{option} {value}: no such folder")
+    return ResultsFolder(Path(value))
 
 
 def output_file(option: str, value: str) -> Path:

@@ -112,6 +112,7 @@ def resolve(settings: Mapping[str, Any]) -> RunConfig:
         values["steps"] = math.ceil(values["epochs"] * task.train_size(values["dataset"]) / values["global_batch"])
         layered["steps"] = (values["steps"], f"set by user: {values['epochs']} epochs")
     method_params, method_sources = method_params_of(task, recipe_name, method, settings, values["steps"])
+    _momentum_to_method(method, values, layered, method_params, method_sources, settings)
     values["exchange"] = _exchange(method, method_params, values["exchange"], layered)
     sources = {**{k: source for k, (_v, source) in layered.items()}, **method_sources}
     # the values resolve chose itself (not from a recipe): say so
@@ -282,6 +283,32 @@ def method_params_of(task, recipe_name: str, method: str, settings: Mapping[str,
     except (TypeError, ValueError) as exc:  # the Params messages begin with the parameter's name
         raise ConfigError(f"method.{exc} (method {method})") from None
     return params, sources
+
+
+def _momentum_to_method(method: str, values: dict, layered: dict, params: dict, sources: dict,
+                        settings: Mapping[str, Any]) -> None:
+    """A method that owns momentum (DGC's momentum correction, Signum's signed momentum) takes the recipe's
+    momentum into its own parameter ``momentum`` and its checkpointed memory, and the optimizer steps plain SGD:
+    the momentum must act before compression, where no optimizer sees the gradient. An optimizer the user asked
+    for that it cannot honour (Adam, Nesterov) is refused rather than silently dropped."""
+    if not getattr(method_class(method), "owns_momentum", False):
+        return
+    name, owns = values.get("optimizer.name"), f"{method} applies heavy-ball momentum itself and steps plain SGD"
+    if name not in ("sgd", "momentum"):
+        raise ConfigError(f"optimizer.name: {owns}; it cannot run with {name}")
+    if values.get("optimizer.nesterov"):
+        raise ConfigError(f"optimizer.nesterov: {owns}; it cannot run with Nesterov momentum")
+    if "method.momentum" not in settings:
+        params["momentum"] = float(values.get("optimizer.momentum") or 0.0) if name == "momentum" else 0.0
+        sources["method.momentum"] = f"the recipe's optimizer.momentum ({name}), applied by {method} itself"
+    if name != "sgd" or values.get("optimizer.momentum"):
+        values["optimizer.name"], values["optimizer.momentum"] = "sgd", 0.0
+        for key in ("optimizer.name", "optimizer.momentum"):
+            layered[key] = (values[key], f"{method} applies the momentum itself: its optimizer steps plain SGD")
+    try:
+        registry.params_for(method, params)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"method.{exc} (method {method})") from None
 
 
 def never_acts(cfg: RunConfig) -> str | None:

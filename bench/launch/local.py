@@ -1,7 +1,8 @@
 """Start the N worker processes (and S parameter servers) of a dist run on this machine and watch them.
 
-Ranks 0..N-1 are the workers, N..N+S-1 the servers. If any process dies (an exception, a signal, SIGKILL from outside), the rest are killed at once rather than
-left blocked in a collective until gloo's timeout, and the run fails with the first worker's reason.
+Ranks 0..N-1 are the workers, N..N+S-1 the servers. If any process dies (an exception, a signal, SIGKILL from
+outside), the rest are killed at once rather than left blocked in a collective until gloo's timeout, and the run
+fails with the first worker's reason.
 With ``--net RATE`` every process runs in its own network namespace of an emulated network (:mod:`.netns`).
 """
 from __future__ import annotations
@@ -19,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from commbench.store.results_folder import ResultsFolder
 from commbench.store.safe_io import ensure_folder, open_new, tail_lines
 from commbench.config import RunConfig
 from commbench.run.checkpoint import STOP_SIGNALS, on_stop_signal, stop_signals_held
@@ -27,8 +29,7 @@ from commbench.run.train import Outcome
 from commbench.methods.comm.dist import free_port
 from commbench.run.worker import LAUNCHER_ENV
 from commbench.launch import owner
-# GpusTooFew is the preflight's; check_gpus raises it here too, and callers of the launcher catch it from here
-from commbench.launch.preflight import GpusTooFew, check_gpus  # noqa: F401
+from commbench.launch.preflight import check_gpus
 
 
 RUN_DIR_PREFIX = "commbench-"  # the launcher's temporary folder of a run: its config, progress and result
@@ -103,7 +104,7 @@ def launch_local(cfg: RunConfig, log_dir: Path, report: Callable[[int, int, floa
 
 def _results_root(log_dir: Path) -> Path:
     """ROOT of a run's ROOT/logs/<run_id>: nothing below it is written through a link."""
-    return log_dir.parent.parent
+    return ResultsFolder.holding(log_dir).root
 
 
 def _write_run_spec(run: Path, cfg: RunConfig, save_weights: bool, checkpoint_dir: Path | None) -> None:

@@ -138,7 +138,7 @@ class Shape:
 
 
 def processes(cfg: RunConfig) -> int:
-    from commbench.run.train import server_count
+    from commbench.config.resolve import server_count
 
     return cfg.workers + server_count(cfg) if cfg.backend == "dist" else 1
 

@@ -11,22 +11,8 @@ from typing import Callable
 
 from commbench.store.safe_io import read_small_text
 from commbench.store.schema import PROGRESS, problem
+from commbench.store.results_folder import ResultsFolder
 from commbench.store.safe_io import write_text
-
-
-# Where a results folder keeps a run's claim, progress and checkpoints. Here, not in launch.runner (which imports
-# torch), so that commbench status reads a folder without loading torch.
-def checkpoint_dir(out: Path, run_id: str) -> Path:
-    return Path(out) / "checkpoints" / run_id
-
-
-def claims_dir(out: Path) -> Path:
-    return Path(out) / "claims"
-
-
-def progress_path(out: Path, run_id: str) -> Path:
-    """Where a claimed run says how far it is (:class:`ProgressFile`), beside its claim."""
-    return claims_dir(out) / f"{run_id}.progress"
 
 
 class Progress:
@@ -92,7 +78,7 @@ class ProgressFile:
         # ROOT/claims/<id>.progress: a random temporary name, never through a link (safe_io); progress is for
         # people watching, so a full disk or a refused path must not stop the run
         with contextlib.suppress(OSError):
-            write_text(self.path, json.dumps(state), root=self.path.parent.parent)
+            write_text(self.path, json.dumps(state), root=ResultsFolder.holding(self.path).root)
 
     def remove(self) -> None:
         for path in (self.path,):

@@ -20,20 +20,17 @@ from commbench.store.safe_io import read_small_text, tail_lines
 from commbench.store.schema import CONFIG, problem as config_problem
 from commbench.store.records import (EMPTY_METRICS, SAFE_NAME, STATUSES, Status, atomic_write, check_name,
                                      make_record, read_or_set_aside, write_record)
+from commbench.store.results_folder import ResultsFolder
 
 ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL",
          "DEADLINE", "REVOKED", "SPECIAL_EXIT"}
 FINAL_STATUSES = STATUSES
 
 
-def jobs_dir(out: Path) -> Path:
-    return Path(out) / "slurm" / "jobs"
-
-
 def note_submission(out: Path, note: dict) -> None:
     # never through a link below the results folder, never over a special file (store/safe_io.py)
-    atomic_write(jobs_dir(out) / f"{check_name('run_id', note['run_id'])}.json", json.dumps(note, indent=1) + "\n",
-                 root=out)
+    atomic_write(ResultsFolder(out).job_note(check_name('run_id', note['run_id'])),
+                 json.dumps(note, indent=1) + "\n", root=out)
 
 
 MAX_NOTE_BYTES = 2 ** 20  # a note is a config and a few ids: kilobytes
@@ -66,7 +63,7 @@ def _missing_config(config: dict) -> str | None:
 def submissions(out: Path) -> dict[str, dict]:
     """The job notes of ``out``; a note that is unreadable or not one is named in one line and skipped."""
     notes = {}
-    for path in sorted(jobs_dir(out).glob("*.json")):
+    for path in sorted(ResultsFolder(out).slurm_jobs.glob("*.json")):
         try:  # bounded: a FIFO there must not hang status, nor a link to /dev/zero exhaust its memory
             text = read_small_text(path, MAX_NOTE_BYTES, ValueError)
         except ValueError as exc:

@@ -15,13 +15,13 @@ from commbench.config import ConfigError, RunConfig, never_acts
 from commbench.launch.local import launch_local
 from commbench.launch.owner import Claimed, claim, unwind_on_sigterm
 from commbench.launch.preflight import check_machine, under_outside_launcher
-# the results folder's layout: defined in progress (no torch), for commbench status; named here as before
-from commbench.launch.progress import Progress, ProgressFile, checkpoint_dir, claims_dir, progress_path
+from commbench.launch.progress import Progress, ProgressFile
 from commbench.store.provenance import code_changed_since, code_loaded, collect_env, now
 from commbench.store.safe_io import remove_stale_temporaries, write_with
 from commbench.store.signals import STOP_AND_END, signals_deferred
-from commbench.store.records import (EMPTY_METRICS, FINISHED, Status, UnreadableRecord, make_record, record_path,
+from commbench.store.records import (EMPTY_METRICS, FINISHED, Status, UnreadableRecord, make_record,
                                      read_or_set_aside, read_record, write_record)
+from commbench.store.results_folder import ResultsFolder
 from commbench.run.devices import dist_backend
 from commbench.run.rank import run_rank
 from commbench.config.resolve import server_count
@@ -96,8 +96,9 @@ def execute(cfg: RunConfig, out: Path, *, force: bool = False, save_weights: boo
         return run_unclaimed(cfg, out, force=force, save_weights=save_weights, show_progress=show_progress,
                              requeue=requeue)
     try:
-        with claim(claims_dir(out), cfg.run_id):
-            pace = ProgressFile(progress_path(out, cfg.run_id), cfg.steps)
+        folder = ResultsFolder(out)
+        with claim(folder.claims, cfg.run_id):
+            pace = ProgressFile(folder.progress(cfg.run_id), cfg.steps)
             try:
                 return run_unclaimed(cfg, out, force=force, save_weights=save_weights, show_progress=show_progress,
                                      requeue=requeue, also_report=pace)
@@ -166,17 +167,18 @@ def _check_before_start(cfg: RunConfig, out: Path, force: bool) -> RunResult | N
     # the launch room's door, as for a sweep's runs (preflight.check_runs): before anything is written, a
     # demand this machine cannot meet (root for --net, a CUDA device) is bad input (exit 2), not a failed run
     check_machine(cfg, local=not under_outside_launcher())
-    for left in (record_path(out, cfg.run_id), out / "weights" / f"{cfg.run_id}.pt",
-                 checkpoint_dir(out, cfg.run_id) / "latest.json"):  # a killed writer's temporary files
+    folder = ResultsFolder(out)
+    for left in (folder.record(cfg.run_id), folder.weights(cfg.run_id),
+                 folder.checkpoint_index(cfg.run_id)):  # a killed writer's temporary files
         remove_stale_temporaries(left)
     existing = read_or_set_aside(out, cfg.run_id)
     if existing is not None and existing.get("status") in FINISHED and not force:
-        return RunResult(existing, out / "runs" / f"{cfg.run_id}.json", skipped=True)
+        return RunResult(existing, folder.record(cfg.run_id), skipped=True)
     servers = server_count(cfg)
     if outside and int(os.environ["WORLD_SIZE"]) != cfg.workers + servers:
         raise ConfigError(f"workers: {cfg.workers} (+ {servers} parameter servers), but the outside launcher "
                           f"started {os.environ['WORLD_SIZE']} processes")
-    ckpt_dir = checkpoint_dir(out, cfg.run_id)
+    ckpt_dir = folder.checkpoints(cfg.run_id)
     if force and (not outside or os.environ["RANK"] == "0"):
         Checkpoints(ckpt_dir).remove()
     try:  # before anything runs: a checkpoint this harness did not write is refused, never unpickled
@@ -195,7 +197,7 @@ class Attempt:
         self.outside = cfg.backend == "dist" and under_outside_launcher()
         self.quiet = self.outside and os.environ["RANK"] != "0"  # one progress line per run, from rank 0
         self.world = {"world_size": cfg.workers, "dist_backend": None}
-        self.ckpt_dir = checkpoint_dir(out, cfg.run_id)
+        self.ckpt_dir = ResultsFolder(out).checkpoints(cfg.run_id)
 
     def store(self, status: str, error: str | None, outcome: Outcome | None) -> RunResult:
         return _store(self.cfg, self.out, status, error, outcome, self.world,
@@ -212,7 +214,7 @@ def _train_on_transport(attempt: Attempt, progress: Progress) -> Outcome | None:
                      checkpoints=Checkpoints(attempt.ckpt_dir, cfg.checkpoint_every, poll=1))
     if attempt.outside:
         return _run_outside_rank(attempt, progress)
-    outcome, attempt.world = launch_local(cfg, out / "logs" / cfg.run_id, report=progress.update,
+    outcome, attempt.world = launch_local(cfg, ResultsFolder(out).logs(cfg.run_id), report=progress.update,
                                           save_weights=attempt.save_weights, checkpoint_dir=attempt.ckpt_dir)
     return outcome
 
@@ -269,7 +271,7 @@ def _store(cfg: RunConfig, out: Path, status: str, error: str | None, outcome: O
 def _store_weights(out: Path, run_id: str, status: str, weights: dict) -> None:
     import torch
 
-    target = out / "weights" / f"{run_id}.pt"
+    target = ResultsFolder(out).weights(run_id)
     try:
         write_with(target, lambda f: torch.save(weights, f), root=out)
     except OSError as exc:

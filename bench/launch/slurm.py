@@ -25,6 +25,7 @@ from commbench.config import RunConfig
 from commbench.launch.progress import Progress
 from commbench.store.provenance import now, slurm_job_id
 from commbench.store.records import FINISHED, STATUSES, Status, read_or_set_aside
+from commbench.store.results_folder import ResultsFolder
 from commbench.launch.profile import Profile, Shape, executor_parameters, run_shape
 from commbench.launch.queue import (note_submission, queue_states, reconcile, record_is_current, submissions)
 from commbench.launch.preflight import no_control_characters
@@ -70,9 +71,8 @@ class SlurmRun:
     def _requeue(self, cfg: RunConfig):
         def requeue(outcome) -> str | None:
             from commbench.run.checkpoint import UntrustedCheckpoint, count_requeue
-            from commbench.launch.runner import checkpoint_dir
 
-            ckpt = checkpoint_dir(self.out, cfg.run_id)
+            ckpt = ResultsFolder(self.out).checkpoints(cfg.run_id)
             try:  # the count sits beside the checkpoint, in a folder others may write to
                 requeues, job_id = count_requeue(ckpt), slurm_job_id()
             except (UntrustedCheckpoint, OSError) as exc:
@@ -117,8 +117,8 @@ def submit(runs: list[RunConfig], out: Path, profile: Profile, sweep_name: str) 
     if shutil.which("sbatch") is None:
         raise SubmitError("sbatch not found: this machine has no Slurm client (try --launcher local)")
     todo = [prepare_for_jobs(c) for c in todo]
-    code = snapshot_code(out / "slurm" / "code")
-    batch = out / "slurm" / "batches" / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+    code = snapshot_code(ResultsFolder(out).slurm_code)
+    batch = ResultsFolder(out).slurm_batch(f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}")
     groups: dict[Shape, list[RunConfig]] = defaultdict(list)
     for cfg in todo:
         groups[run_shape(cfg, profile)].append(cfg)

@@ -7,6 +7,7 @@ from pathlib import Path
 from commbench.config import RunConfig
 from commbench.launch.progress import Progress
 from commbench.store.records import EXIT_INTERRUPTED, FINISHED, Status, read_or_set_aside
+from commbench.store.results_folder import ResultsFolder
 
 
 def run_local_sweep(runs: list[RunConfig], out: Path, show_progress: bool = True) -> int:
@@ -74,10 +75,9 @@ def resumes_at(out: Path, run_id: str) -> int | None:
     """The step a run's checkpoint in force holds, or None where it has none. Its index is read as every
     checkpoint index is (``run.checkpoint.read_latest``: through ``store.safe_io.read_small_text``, so a FIFO or
     a link to /dev/zero planted at its name cannot hang or exhaust the sweep); one that cannot be read is none."""
-    from commbench.launch.runner import checkpoint_dir
     from commbench.run.checkpoint import Checkpoints
 
-    step = (Checkpoints(checkpoint_dir(out, run_id)).latest() or {}).get("step")
+    step = (Checkpoints(ResultsFolder(out).checkpoints(run_id)).latest() or {}).get("step")
     return step if isinstance(step, int) and step > 0 else None
 
 

@@ -33,6 +33,7 @@ import torch
 
 from commbench.store.provenance import now
 from commbench.store.records import atomic_write
+from commbench.store.results_folder import CHECKPOINT_INDEX, ResultsFolder
 from commbench.store.safe_io import read_small_text, remove_tree, write_with
 from commbench.store.signals import signals_held
 
@@ -166,12 +167,12 @@ class Checkpoints:
 
     @property
     def latest_path(self) -> Path:
-        return self.directory / "latest.json"
+        return self.directory / CHECKPOINT_INDEX
 
     @property
     def root(self) -> Path:
         """The results folder (``ROOT/checkpoints/<run_id>``): below it nothing is written through a link."""
-        return self.directory.parent.parent
+        return ResultsFolder.holding(self.directory).root
 
     def latest(self) -> dict | None:
         """The index of the checkpoint in force, or None where there is none or it cannot be read (what cannot be
@@ -280,12 +281,12 @@ def read_latest(path: Path) -> dict | None:
 
 def count_requeue(directory: Path) -> int:
     """Add one to the requeue count kept beside the checkpoint in force; returns the new count."""
-    path = Path(directory) / "latest.json"
+    path = Path(directory) / CHECKPOINT_INDEX
     latest = read_latest(path)
     if latest is None:
         raise UntrustedCheckpoint(f"{path}: no checkpoint index to count a requeue in")
     requeues = latest.get("requeues", 0)
     latest["requeues"] = (requeues if isinstance(requeues, int) and requeues >= 0 else 0) + 1
     # ROOT/checkpoints/<run_id>/latest.json: nothing below ROOT is written through a link
-    atomic_write(path, json.dumps(latest, indent=1), root=Path(directory).parent.parent)
+    atomic_write(path, json.dumps(latest, indent=1), root=ResultsFolder.holding(directory).root)
     return latest["requeues"]

@@ -28,8 +28,6 @@ from commbench.run.checkpoint import Checkpoints, capture_rng, on_device, restor
 from commbench.run.devices import describe_device, pick_device, set_threads
 from commbench.run.evaluation import eval_steps, evaluate, recompute_batch_norm, share_parameters
 from commbench.config import RunConfig
-# defined with the method's parameters (config.resolve); imported here too, so that callers of the old home work
-from commbench.config.resolve import server_count  # noqa: F401
 from commbench.run.optim import EMA, lr_at, make_optimizer
 from commbench.run.precision import compute_context, for_methods, uses_channels_last
 from commbench.run.rhythm import final_totals, is_log_point, log_stride
@@ -218,7 +216,8 @@ class Trainer:
                                shares=comm.local_ranks[0] if self.shared and i else None)
                         for i, (rank, m) in enumerate(zip(comm.local_ranks, self.models))]
         self.method = self.method_cls(comm, self.workers, method_params,
-                                      self.task.weight_decay_map(template, cfg.weight_decay), ema=cfg.ema)
+                                      self.task.weight_decay_map(template, cfg.weight_decay), ema=cfg.ema,
+                                      shared_seed=derive_seed(cfg.seed, -1, 2))  # as a worker's, for no rank
 
     def _seed_worker_streams(self) -> dict:
         """Worker i's own random stream (dropout), the same in sim and dist: its generators' states, by rank."""

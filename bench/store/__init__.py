@@ -1,1 +1,1 @@
-"""The results store: records (atomic writes, statuses, safe names) and provenance."""
+"""The results store: records (atomic writes, statuses, safe names), the results folder's layout and provenance."""

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Iterator, TypedDict
 
+from commbench.store.results_folder import ResultsFolder
 from commbench.store.safe_io import read_small_text, write_text
 # the statuses, names and version a record has are declared with its fields (store/schema.py), and kept here by
 # their old names: every reader imports them from this module
@@ -32,10 +33,6 @@ def check_name(what: str, value: Any) -> str:
     if not isinstance(value, str) or not SAFE_NAME.match(value):
         raise ValueError(f"{what}: {value!r} is not a safe name (letters, digits, '.', '_', '-'; at most 200)")
     return value
-
-
-def record_path(out: Path, run_id: str) -> Path:
-    return Path(out) / "runs" / f"{run_id}.json"
 
 
 def atomic_write(path: Path, text: str, root: Path | None = None) -> None:
@@ -77,7 +74,7 @@ def finite(value: Any) -> Any:
 
 
 def write_record(out: Path, record: dict) -> Path:
-    path = record_path(out, check_name("run_id", record["run_id"]))
+    path = ResultsFolder(out).record(check_name("run_id", record["run_id"]))
     atomic_write(path, json.dumps(finite(record), indent=1, default=str, allow_nan=False) + "\n", root=out)
     return path
 
@@ -126,7 +123,7 @@ def load_record(path: Path) -> dict:
 
 def read_record(out: Path, run_id: str) -> Record | None:
     """The record of ``run_id`` in ``out``, or None if there is none. Raises :class:`UnreadableRecord`."""
-    path = record_path(out, check_name("run_id", run_id))
+    path = ResultsFolder(out).record(check_name("run_id", run_id))
     if not path.exists():
         return None
     return load_record(path)
@@ -134,7 +131,7 @@ def read_record(out: Path, run_id: str) -> Record | None:
 
 def set_aside(out: Path, run_id: str) -> Path:
     """Move an unreadable record out of the way (never deleting data): ``runs/<id>.json.unreadable-<time>``."""
-    path = record_path(out, run_id)
+    path = ResultsFolder(out).record(run_id)
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
     target = path.with_name(f"{path.name}.unreadable-{stamp}")
     os.replace(path, target)
@@ -161,7 +158,7 @@ _NAMED: set[str] = set()  # unreadable records already named by this process (a 
 def iter_records(root: Path, say: Callable[[str], None] | None = None) -> Iterator[Record]:
     """Every record below ``root`` (any ``runs/`` folder at any depth). Each file that is not a usable record
     is named in one line (``say``, stderr by default; once per process) and skipped."""
-    for path in sorted(Path(root).rglob("runs/*.json")):
+    for path in ResultsFolder(root).record_files():
         try:
             record = load_record(path)
         except UnreadableRecord as exc:
@@ -178,13 +175,13 @@ def checkpointed_part_way(results: Path) -> list[tuple[str, int]]:
     found) with no finished record beside: (run id, step), by run id. The tables count a run only once it has
     finished, so they name these beside themselves."""
     found = []
-    for latest in sorted(Path(results).rglob("checkpoints/*/latest.json")):
-        out, run_id = latest.parent.parent.parent, latest.parent.name
+    for latest in ResultsFolder(results).checkpoint_indexes():
+        folder, run_id = ResultsFolder.holding(latest.parent), latest.parent.name
         try:  # a checkpoint's index is bytes; read as a record is (no FIFO hangs it, no link to /dev/zero)
             step = json.loads(read_small_text(latest, 2 ** 16, UnreadableRecord)).get("step")
         except (UnreadableRecord, ValueError, AttributeError):
             continue
-        record = out / "runs" / f"{run_id}.json"
+        record = folder.record(run_id)
         if isinstance(step, int) and not (record.is_file() and _status_of(record) in FINISHED):
             found.append((run_id, step))
     return found

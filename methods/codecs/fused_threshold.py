@@ -1,5 +1,6 @@
-"""The threshold methods' codecs in fused passes: what a worker sends and what a receiver adds, bit for bit the
-bytes of :func:`commbench.methods.codecs.sparse.encode` and the sums of :func:`commbench.methods.codecs.sparse.add_into`.
+"""The threshold methods' codecs in fused passes: what a worker sends and what a receiver adds, bit for bit
+the bytes of :func:`commbench.methods.codecs.sparse.encode` and the sums of
+:func:`commbench.methods.codecs.sparse.add_into`.
 
 The sender's pass accumulates into the float64 residual, selects the elements whose magnitude reaches T, takes
 what each sends (WGT its value, BGT sign x T, QGT sign x m x T with m = floor(|G| / T) capped at 255, in float32

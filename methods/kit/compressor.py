@@ -34,11 +34,13 @@ class Group:
 
 @dataclass
 class Sender:
-    """Who encodes: the worker's rank and seed, and the ledger its method-specific counts go to."""
+    """Who encodes: the worker's rank and own seed, the ledger its method-specific counts go to, and the seed
+    every worker of the run shares (for draws that must agree across workers)."""
 
     rank: int
     seed: int
     ledger: ByteLedger
+    shared_seed: int = 0
 
 
 class Compressor:

@@ -39,12 +39,12 @@ class Pending:
 
 class Exchange:
     """``comm``'s local workers exchanging groups through ``compressor`` and ``memory``. ``seeds``: each local
-    worker's seed, in the communicator's order. ``timed(phase)``: where the seconds go (a method's clocks)."""
+    worker's seed, in the communicator's order; ``shared_seed``: the run's seed all workers share. ``timed(phase)``: where the seconds go (a method's clocks)."""
 
     def __init__(self, comm: Communicator, compressor: Compressor, memory: Memory, seeds: Sequence[int],
-                 timed=None):
+                 timed=None, shared_seed: int = 0):
         self.comm, self.compressor, self.memory = comm, compressor, memory
-        self.senders = [Sender(rank, seed, comm.ledger) for rank, seed in zip(comm.local_ranks, seeds)]
+        self.senders = [Sender(rank, seed, comm.ledger, shared_seed) for rank, seed in zip(comm.local_ranks, seeds)]
         self.timed = timed or _untimed
 
     def start(self, names: Sequence[str], grads: Sequence[Grads], step: int) -> Pending:

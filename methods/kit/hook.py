@@ -42,10 +42,11 @@ class KitHookState:
     """State of :func:`kit_hook`: the method's exchange for this rank, the step counter (it advances after the
     bucket DDP marks last; set it when resuming), and each parameter's name. ``method``: a kit method class
     (``commbench.methods.kit.KitMethod``); ``params`` its parameters; ``worker_seed`` this rank's seed (the harness's
-    ``Worker.seed``)."""
+    ``Worker.seed``); ``shared_seed`` the seed every rank shares (the harness's ``Method.shared_seed``)."""
 
     def __init__(self, model: nn.Module, method, params, worker_seed: int = 0,
-                 process_group: dist.ProcessGroup | None = None, ledger: ByteLedger | None = None):
+                 process_group: dist.ProcessGroup | None = None, ledger: ByteLedger | None = None,
+                 shared_seed: int = 0):
         if not method.can_bucket(params):
             raise ValueError(f"{method.name} with these parameters cannot run as a DDP hook: "
                              f"{method.why_not_bucketed(params)}, and DDP hands over one bucket at a time")
@@ -59,7 +60,7 @@ class KitHookState:
         self.ledger = ledger if ledger is not None else ByteLedger()
         comm = GroupCommunicator(process_group, self.ledger, device)
         self.exchange = method.build_exchange(comm, params, {n: p.shape for n, p in named}, device,
-                                              [int(worker_seed)])
+                                              [int(worker_seed)], shared_seed=int(shared_seed))
         self.method, self.params, self.step = method, params, 0
 
     def names(self, bucket: dist.GradBucket) -> list[str]:

@@ -8,7 +8,8 @@ memory. A subclass names its parts::
         compressor = TopK           # a Compressor subclass
         memory = Residual           # or Memory (none); a method may choose per its Params (memory_for)
 
-and is registered like any method. Its DDP communication hook comes from the same parts (``commbench.methods.kit.hook``).
+and is registered like any method. Its DDP communication hook comes from the same parts
+(``commbench.methods.kit.hook``).
 """
 from __future__ import annotations
 
@@ -47,20 +48,20 @@ class KitMethod(Method):
 
     @classmethod
     def build_exchange(cls, comm, params, shapes: dict[str, torch.Size], device, seeds: Sequence[int],
-                       timed=None) -> Exchange:
-        """The exchange of ``comm``'s local workers (``seeds`` in its order) over tensors of ``shapes`` (in
-        parameter order) on ``device``."""
+                       timed=None, shared_seed: int = 0) -> Exchange:
+        """The exchange of ``comm``'s local workers (``seeds`` in its order; ``shared_seed`` the run's, which
+        every worker knows) over tensors of ``shapes`` (in parameter order) on ``device``."""
         compressor = cls.compressor(params, shapes, device)
         compressed = [n for n in shapes if n in compressor.index]
         memory = cls.memory_for(params)(shapes, compressed, list(comm.local_ranks), device)
-        return Exchange(comm, compressor, memory, seeds, timed)
+        return Exchange(comm, compressor, memory, seeds, timed, shared_seed)
 
     def __init__(self, comm, workers, params, weight_decay, **kwargs):
         super().__init__(comm, workers, params, weight_decay, **kwargs)
         tensors = self.workers[0].params
         self.exchange = self.build_exchange(comm, params, {n: t.shape for n, t in tensors.items()},
                                             next(iter(tensors.values())).device, [w.seed for w in self.workers],
-                                            self.timed)
+                                            self.timed, self.shared_seed)
 
     def warm_up(self) -> None:
         """The compressor's kernels compiled before the clock (the CPU fast path; CUDA tensors take torch's)."""

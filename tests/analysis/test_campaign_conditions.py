@@ -12,6 +12,7 @@ from commbench.analysis.papers.conditions import condition_markers, coverage, de
 from commbench.analysis.papers.evidence import LENGTH_SHARE
 from commbench.analysis.papers.reference import Reference
 from commbench.analysis.papers.differs import markers
+from commbench.analysis.runs import as_run
 
 from ..conftest import REPO
 
@@ -43,12 +44,12 @@ def test_a_stand_in_grid_trains_under_the_papers_conditions(grid):
     for cfg in runs:
         if CASES[grid].workers and cfg.workers != CASES[grid].workers:
             continue
-        departures = [m for m in condition_markers(cfg.to_dict(), CASES[grid]) if m.startswith(CONDITIONS)]
+        departures = [m for m in condition_markers(cfg, CASES[grid]) if m.startswith(CONDITIONS)]
         assert departures == [], (cfg.run_id, departures)
 
 
 def test_the_old_lenet_recipe_departs_from_nins_conditions_and_the_table_says_how():
-    lenet = expand(load_grid(GRIDS / "terngrad-fig3.yaml"))[0].to_dict()
+    lenet = expand(load_grid(GRIDS / "terngrad-fig3.yaml"))[0]
     said = condition_markers(lenet, CASES["threshold-tables"])
     assert "momentum form: lr outside the momentum (torch, TF) for lr inside the momentum (Caffe, MXNet)" in said
     assert "lr schedule: polynomial decay (power 0.5) to 0 for x0.1 at 45%, 91% of the run" in said
@@ -73,7 +74,7 @@ JUDGED = {"terngrad-table2": row("alexnet-imagenet", "terngrad", "momentum", 2),
 @pytest.mark.parametrize("grid", sorted(JUDGED))
 def test_a_judged_stand_in_grid_covers_half_its_recipe_with_the_drops_in_place(grid):
     for cfg in expand(load_grid(GRIDS / f"{grid}.yaml")):
-        covered = coverage({"config": cfg.to_dict()}, JUDGED[grid])
+        covered = coverage(as_run({"config": cfg.to_dict()}), JUDGED[grid])
         assert covered.share >= LENGTH_SHARE, (cfg.run_id, covered.describe())
         assert covered.complete, (cfg.run_id, covered.shape)
 
@@ -81,7 +82,7 @@ def test_a_judged_stand_in_grid_covers_half_its_recipe_with_the_drops_in_place(g
 def test_the_length_gate_fails_a_grid_at_40_percent_of_its_recipe():
     cfg = expand(load_grid(GRIDS / "ssdsgd-fig4-fig5.yaml"))[0].to_dict()
     cfg.update(steps=2000, lr_schedule={**cfg["lr_schedule"], "milestones": [1000, 1500]})
-    covered = coverage({"config": cfg}, JUDGED["ssdsgd-fig4-fig5"])
+    covered = coverage(as_run({"config": cfg}), JUDGED["ssdsgd-fig4-fig5"])
     assert covered.share == pytest.approx(0.4) and covered.complete
 
 
@@ -91,6 +92,6 @@ def test_a_worker_that_stands_for_a_machine_names_its_batchnorm_slices():
     cfg = next(c for c in expand(load_grid(GRIDS / "ssdsgd-table2-half.yaml"))
                if c.task == "resnet20-cifar10").to_dict()
     ref = dataclasses.replace(row("resnet20-cifar10", "ssdsgd", "momentum", 4), batch_per_worker=32)
-    assert "128/worker for 32, BatchNorm over 32-image slices" in markers([{"config": cfg}], ref, None)
+    assert "128/worker for 32, BatchNorm over 32-image slices" in markers([as_run({"config": cfg})], ref, None)
     unsliced = {**cfg, "model_options": {}}
-    assert "128/worker for 32" in markers([{"config": unsliced}], ref, None)
+    assert "128/worker for 32" in markers([as_run({"config": unsliced})], ref, None)

@@ -230,7 +230,7 @@ def test_the_best_delay_and_the_best_warm_up(tmp_path):
     # verdict's paired tests
     assert best_k.chosen == 2 and sorted(best_k.choices) == [1, 2, 5]
     assert warm_up.chosen == 499 and sorted(warm_up.choices) == [99, 299, 499]
-    assert [r["run_id"] for r in warm_up.choices[299]] == ["k5w299"]
+    assert [r.run_id for r in warm_up.choices[299]] == ["k5w299"]
     # a sweep without the paper's choice cannot judge it: the row stays missing and says why
     refs = write_refs(tmp_path / "paper4", "ssdsgd", [
         {"source": "Section 4.3", "row": "best k", "task": "lenet-mnist", "method": "ssdsgd", "workers": "4",
@@ -901,7 +901,7 @@ def test_equal_share_reads_the_longest_runs_not_the_family_with_more_thresholds(
             write_record(results, f"wgt{t}-{steps}", method="wgt", workers=8, top1=top1, steps=steps,
                          params={"threshold": t}, paper_bytes=share * 4000, bytes_sent=1000)
     _, _, accuracy = build("threshold", results, refs)
-    assert {r["config"]["steps"] for r in accuracy.records} == {5000}
+    assert {r.config.steps for r in accuracy.records} == {5000}
     assert accuracy.values == pytest.approx([97.0]) and accuracy.gap_values == pytest.approx([-1.0])
     assert any("between T=0.001 (40%) and T=0.004 (10%)" in m for m in accuracy.markers)
 

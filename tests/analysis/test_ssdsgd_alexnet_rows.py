@@ -10,6 +10,7 @@ from commbench.analysis.papers.cell import Cell
 from commbench.analysis.papers.reference import PAPER_DIR, load_declarations, load_references
 from commbench.analysis.papers.reproduce import reproduce
 from commbench.analysis.papers.speed_rows import declared_links, why_unmeasured
+from commbench.analysis.runs import as_run
 
 REPO = Path(__file__).resolve().parents[2]
 TASK = "alexnet-mxnet-imagenet"
@@ -58,7 +59,7 @@ def test_an_unrun_declared_row_names_the_sweep_that_fills_it():
 
 def test_runs_off_the_declared_links_say_what_is_missing_instead():
     [declared] = [d for d in load_declarations() if d.task == TASK]
-    loopback = {"run_id": "a", "config": {"workers": 4, "net": None}}
+    loopback = as_run({"run_id": "a", "config": {"workers": 4, "net": None}})
     assert why_unmeasured(declared, measured_any=True).startswith("no measurement of 4 workers on the declared links")
     cell = Cell(fig7_row(32))
     declared_links(cell, [(1.5, loopback)], declared)

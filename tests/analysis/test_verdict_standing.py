@@ -14,7 +14,7 @@ from commbench.analysis.papers.cell import Cell
 from commbench.analysis.papers.tables import render, rows
 from commbench.analysis.papers.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, UNTESTABLE, judge
 
-from .test_verdicts import BIG, gap_cell, record, ref, spread
+from .test_verdicts import BIG, changed, gap_cell, record, ref, spread
 
 ALEXNET = {"task": "alexnet-imagenet", "dataset": "imagenet"}
 
@@ -56,9 +56,12 @@ def test_a_stand_in_gap_as_small_as_imagenets_own_noise_cannot_be_decided_howeve
 def test_the_papers_own_model_on_a_substitute_uses_our_spread_as_a_prediction_interval():
     claim = ref(value=-1.0, task="lenet-mnist")
     c = gap_cell(claim, spread(-1.0, 0.2), images=BIG)
-    for r in c.records:
-        r["data"]["substitute_for"] = "mnist"
-    v = judge(c)
+    ours = {r.run_id for r in c.records}  # the method's runs, not their baselines
+
+    def on_a_substitute(r):
+        if r["run_id"] in ours:
+            r["data"]["substitute_for"] = "mnist"
+    v = judge(changed(c, on_a_substitute))
     assert v.judged_on == "substitute data" and v.tested.prediction
     assert v.tested.ref_se == pytest.approx(0.2) and "prediction interval" in v.tested.ref_how
 

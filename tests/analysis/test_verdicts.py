@@ -8,6 +8,7 @@ give the evidence the rule needs to reach one: a test set of a million images (`
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 
@@ -17,6 +18,7 @@ import pytest
 from commbench.config import resolve
 from commbench.config.grid import Declaration
 from commbench.store.correctness import pack_correct
+from commbench.analysis.runs import Run
 from commbench.analysis.papers import stats
 from commbench.analysis.papers.reference import Reference, effect_margin
 from commbench.analysis.papers.cell import Cell
@@ -45,14 +47,37 @@ BIG = 1_000_000  # test images: a binomial floor far under the margins, so that 
 
 
 def record(top1, seed=1, method="baseline", steps=None, task="lenet-mnist", dataset="mnist", bits=None,
-           images=None, **config):
+           images=None, **config) -> Run:
     cfg = {**RECIPE, "task": task, "method": method, "dataset": dataset, "seed": seed,
            "steps": steps or RECIPE["steps"], **config}
     metrics = {"top1": top1, "top5": 0.999}
     if bits is not None:
         metrics["eval_correct"] = pack_correct(bits)
     data = {"dataset": dataset, **({"eval_samples": images} if images else {})}
-    return {"run_id": f"{method}-{seed}-{top1}", "config": cfg, "data": data, "metrics": metrics, "status": "done"}
+    return Run.of({"run_id": f"{method}-{seed}-{top1}", "config": cfg, "data": data, "metrics": metrics,
+                   "status": "done"})
+
+
+def changed(c: Cell, change) -> Cell:
+    """``c`` with every run in it (its records, the terms behind its values, its choices and links) remade from a
+    copy of its record that ``change`` edits in place: runs are immutable, so a test plants a condition this way."""
+    remade: dict[int, tuple[Run, Run]] = {}  # id -> (the run, itself remade); the run kept alive for its id
+
+    def again(run: Run | None) -> Run | None:
+        if run is None:
+            return None
+        if id(run) not in remade:
+            record = copy.deepcopy(dict(run.record))
+            change(record)
+            remade[id(run)] = (run, Run.of(record))
+        return remade[id(run)][1]
+
+    c.records = [again(r) for r in c.records]
+    for name in ("backing", "gap_backing", "final_gap_backing"):
+        setattr(c, name, [[(w, again(r), again(p)) for w, r, p in terms] for terms in getattr(c, name)])
+    c.choices = {choice: [again(r) for r in runs] for choice, runs in c.choices.items()}
+    c.links = {link: [(v, again(r)) for v, r in launches] for link, launches in c.links.items()}
+    return c
 
 
 def gap_cell(reference: Reference, gaps: list[float], base: float = 0.99, steps=None, images=None, task=None,
@@ -206,22 +231,19 @@ def test_the_baseline_gate_holds_on_a_labelled_substitute_too():
     claim = ref(value=-1.0, task="resnet20-cifar10", dataset="cifar10")
     c = gap_cell(claim, spread(-1.0, 0.05), base=0.8736, task="resnet20-cifar10", paper_baseline=92.13)
     recipe = resolve({"task": "resnet20-cifar10", "method": "baseline", "dataset": "cifar10-jpeg"}).to_dict()
-    for terms in c.backing:
-        for _, run, base in terms:
-            for r in (run, base):  # ResNet-20's own recipe, whole, on the labelled substitute
-                r["config"] = {**recipe, "method": r["config"]["method"], "seed": r["config"]["seed"]}
-                r["data"].update(dataset="cifar10-jpeg", substitute_for="cifar10")
+
+    def on_the_substitute(r):  # ResNet-20's own recipe, whole, on the labelled substitute
+        r["config"] = {**recipe, "method": r["config"]["method"], "seed": r["config"]["seed"]}
+        r["data"].update(dataset="cifar10-jpeg", substitute_for="cifar10")
+    changed(c, on_the_substitute)
     v = judge(c)
     assert v.label == UNTESTABLE and "baseline 87.36 below the paper's 92.13" in v.why and "cifar10-jpeg" in v.why
     assert v.judged_on == "substitute data"
 
 
 def test_a_lr_schedule_cut_short_is_not_the_schedule_compressed():
-    c = gap_cell(ref(value=-1.0), spread(-1.0))
-    for terms in c.backing:
-        for _, run, base in terms:
-            for r in (run, base):
-                r["config"]["lr_schedule"] = {**RECIPE["lr_schedule"], "kind": "fixed"}
+    c = changed(gap_cell(ref(value=-1.0), spread(-1.0)),
+                lambda r: r["config"].update(lr_schedule={**RECIPE["lr_schedule"], "kind": "fixed"}))
     v = judge(c)
     assert v.label == UNTESTABLE and "is not the schedule's shape" in v.why
 
@@ -230,10 +252,10 @@ def test_a_method_top1_row_is_judged_on_its_gap_with_the_papers():
     c = value_cell(57.61, [98.2, 98.3, 98.4])
     c.ref = ref(metric="top1", value=57.61, claim="gap", margin=effect_margin(2.0))
     c.paper_gap = 2.0
+    changed(c, lambda r: r["data"].update(eval_samples=BIG))
     for s, (g, r) in enumerate(zip([1.98, 2.0, 2.02], c.records), start=1):
-        r["data"]["eval_samples"] = BIG
         c.gap_values.append(g)
-        c.gap_backing.append([(1.0, r, record(r["metrics"]["top1"] - g / 100, s, images=BIG))])
+        c.gap_backing.append([(1.0, r, record(r.metrics["top1"] - g / 100, s, images=BIG))])
     v = judge(c)
     assert v.label == REPRODUCED and v.why.startswith("gap to the baseline +2.00 vs the paper's +2.00")
 
@@ -389,7 +411,12 @@ def test_stored_correctness_gives_a_paired_interval_narrower_than_the_floor():
     floor = 100 * math.sqrt(2 * 0.99 * 0.01 / 10_000)
     assert est.test_se < 0.8 * floor
     # one run without its bits: every value falls back to the floor
-    del c.backing[0][0][1]["metrics"]["eval_correct"]
+    bitless = c.backing[0][0][1]
+
+    def without_bits(r):
+        if r["run_id"] == bitless.run_id:
+            del r["metrics"]["eval_correct"]
+    changed(c, without_bits)
     assert judge(c).tested.how.startswith("binomial floor")
 
 
@@ -436,9 +463,7 @@ def test_an_ordering_without_the_papers_choice_is_missing_and_an_early_one_untes
     c = ordering_cell({1: 0.0, 2: 2.0}, chosen=2, sd=0.05)
     c.chosen = None
     assert judge(c).label == MISSING
-    early_runs = ordering_cell({1: 0.0, 2: 2.0, 5: 0.5}, chosen=2, sd=0.05)
-    for runs in early_runs.choices.values():
-        for r in runs:
-            r["config"]["steps"] = 1000
+    early_runs = changed(ordering_cell({1: 0.0, 2: 2.0, 5: 0.5}, chosen=2, sd=0.05),
+                         lambda r: r["config"].update(steps=1000))
     v = judge(early_runs)
     assert v.label == UNTESTABLE and v.why.startswith("early-training gap: the runs cover 10.0%")

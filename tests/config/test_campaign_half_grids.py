@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 
 from commbench.analysis.papers.conditions import _same_shape, coverage, schedule_shape
+from commbench.analysis.runs import as_run
 from commbench.analysis.papers.reference import load_references
 from commbench.config import resolve
 from commbench.config.grid import expand, load_grid
@@ -22,7 +23,7 @@ def test_ssdsgd_table2_runs_pass_the_length_gate_on_the_papers_model():
     table2 = [ref for ref in load_references("ssdsgd") if ref.source == "Table 2" and ref.task == "resnet20-cifar10"]
     assert table2
     for run in runs:
-        cover = coverage({"config": run.to_dict()}, table2[0])
+        cover = coverage(as_run({"config": run.to_dict()}), table2[0])
         assert cover.share >= 0.5 and cover.complete, (run.run_id, cover.describe(), cover.shape)
         assert run.model_options.get("bn_batch") == 32 and run.dataset == "cifar10-jpeg"
     arms = Counter((r.method, r.method_params.get("k"), r.method_params.get("local_rule"),

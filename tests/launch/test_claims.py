@@ -14,7 +14,7 @@ import pytest
 
 from commbench.launch.owner import Claimed, claim, holders
 from commbench.launch.progress import ProgressFile, read_progress
-from commbench.launch.runner import progress_path
+from commbench.store.results_folder import ResultsFolder
 
 from ..conftest import REPO, commbench
 
@@ -92,7 +92,7 @@ def test_a_run_another_process_is_training_is_refused_with_who_has_it(tmp_path):
         second = commbench(*args)
         assert second.returncode == 1 and f"being run by pid {first.pid} on " in second.stderr, second.stderr
         (run_id,) = holders(out / "claims")
-        while read_progress(progress_path(out, run_id)) is None and time.monotonic() < deadline:
+        while read_progress(ResultsFolder(out).progress(run_id)) is None and time.monotonic() < deadline:
             time.sleep(0.1)  # the run reports its first step once its data is ready
         status = commbench("status", "--out", str(out))
         line = next(line for line in status.stdout.splitlines() if run_id in line)

@@ -163,6 +163,7 @@ def test_a_local_dist_run_on_nccl_with_more_processes_than_gpus_is_refused_befor
 
     from commbench.config import resolve
     from commbench.launch import local
+    from commbench.launch.preflight import GpusTooFew
     from commbench.run.devices import dist_backend
 
     cfg = resolve({"task": "lenet-mnist", "dataset": "synthetic", "method": "baseline", "workers": 2,
@@ -173,6 +174,6 @@ def test_a_local_dist_run_on_nccl_with_more_processes_than_gpus_is_refused_befor
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
     monkeypatch.setattr(local.subprocess, "Popen", lambda *a, **k: pytest.fail("a process was started"))
-    with pytest.raises(local.GpusTooFew, match=r"one GPU per process: 2 processes, 1 GPU\(s\)"):
+    with pytest.raises(GpusTooFew, match=r"one GPU per process: 2 processes, 1 GPU\(s\)"):
         local.launch_local(cfg, tmp_path / "results" / "logs" / cfg.run_id)
     assert not (tmp_path / "results").exists()

@@ -280,9 +280,10 @@ def test_a_grid_name_with_a_newline_cannot_reach_a_batch_script(tmp_path):
 
 
 def test_job_notes_with_unsafe_ids_are_skipped(tmp_path):
-    from commbench.launch.queue import jobs_dir, submissions
+    from commbench.launch.queue import submissions
+    from commbench.store.results_folder import ResultsFolder
 
-    folder = jobs_dir(tmp_path)
+    folder = ResultsFolder(tmp_path).slurm_jobs
     folder.mkdir(parents=True)
     (folder / "evil.json").write_text(json.dumps({"run_id": "../../etc/passwd", "job_id": "1", "config": {}}))
     (folder / "x.json").write_text(json.dumps({"run_id": "x", "job_id": "1; rm -rf /", "config": {}}))

@@ -11,7 +11,8 @@ import torch
 from commbench.config import ConfigError, resolve
 from commbench.methods.comm import SimCommunicator
 from commbench.run.evaluation import evaluate, recompute_batch_norm
-from commbench.run.train import GlobalBatches, Trainer, server_count
+from commbench.config.resolve import server_count
+from commbench.run.train import GlobalBatches, Trainer
 from commbench.store.records import Status
 from commbench.tasks.models.sliced_bn import SlicedBatchNorm, slice_batch_norm
 

@@ -6,7 +6,8 @@ from commbench.analysis.perfmodel.tta_tables import _segments
 from commbench.config import resolve
 from commbench.methods.comm import SimCommunicator
 from commbench.methods.ssdsgd import pulls_at
-from commbench.run.train import Trainer, server_count
+from commbench.config.resolve import server_count
+from commbench.run.train import Trainer
 from commbench.store.records import Status
 
 STEPS, K, WARMUP = 9, 2, 3

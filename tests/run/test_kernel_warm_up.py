@@ -11,7 +11,8 @@ from commbench.config import resolve
 from commbench.methods.codecs import fused_ternary, fused_threshold
 from commbench.methods.comm import SimCommunicator
 from commbench.run import train as train_module
-from commbench.run.train import Trainer, server_count, train
+from commbench.config.resolve import server_count
+from commbench.run.train import Trainer, train
 
 numba = pytest.importorskip("numba")
 from numba.core.dispatcher import Dispatcher  # noqa: E402 (after the skip: numba may be missing)

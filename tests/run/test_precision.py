@@ -76,5 +76,5 @@ def test_the_paper_tables_name_the_precision_as_a_departure():
 
     [ref] = [r for r in load_references("ssdsgd") if r.source == "Table 2" and r.method == "baseline"
              and r.task == "resnet20-cifar10"]
-    cfg = resolve({"task": "resnet20-cifar10", "method": "baseline", "precision": "bf16-autocast"}).to_dict()
+    cfg = resolve({"task": "resnet20-cifar10", "method": "baseline", "precision": "bf16-autocast"})
     assert "precision: bf16-autocast for the paper's fp32" in condition_markers(cfg, ref)

@@ -17,7 +17,8 @@ import pytest
 
 from commbench.config import resolve
 from commbench.methods.comm import SimCommunicator, make_dist_communicator
-from commbench.run.train import Trainer, server_count, weights_digest
+from commbench.config.resolve import server_count
+from commbench.run.train import Trainer, weights_digest
 
 from ..gloo import spawn
 

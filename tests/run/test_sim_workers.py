@@ -8,7 +8,8 @@ import torch
 
 from commbench.config import resolve
 from commbench.methods.comm import SimCommunicator
-from commbench.run.train import Trainer, server_count
+from commbench.config.resolve import server_count
+from commbench.run.train import Trainer
 
 from ..conftest import run_and_load
 

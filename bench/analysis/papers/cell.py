@@ -6,11 +6,12 @@ import statistics
 from dataclasses import dataclass, field
 
 from commbench.analysis.papers.reference import Reference
+from commbench.analysis.runs import Run
 
 
 # one term of a value: (weight, run, partner). A value is the weighted sum over its terms of (run - partner), or of
 # the run alone where the partner is None (an absolute value); the terms say which runs' test images it rests on
-Term = tuple[float, dict, "dict | None"]
+Term = tuple[float, Run, "Run | None"]
 
 
 @dataclass
@@ -22,7 +23,7 @@ class Cell:
     markers: list[str] = field(default_factory=list)
     run_ids: list[str] = field(default_factory=list)
     why_missing: str | None = None
-    records: list[dict] = field(default_factory=list)  # the matched runs (one per value)
+    records: list[Run] = field(default_factory=list)  # the matched runs (one per value)
     backing: list[list[Term]] = field(default_factory=list)  # per value: the runs it is computed from
     # top-1/top-5 rows of a method: ours minus our baseline (same setting and seed), per seed, and their runs
     gap_values: list[float] = field(default_factory=list)

@@ -16,6 +16,7 @@ from commbench.tasks import TASKS
 
 from commbench.config import ConfigError, RunConfig, resolve
 from commbench.analysis.papers.reference import Reference
+from commbench.analysis.runs import Run
 
 FORMS = {"lr_outside": "lr outside the momentum (torch, TF)", "lr_inside": "lr inside the momentum (Caffe, MXNet)"}
 OPTIMIZER_OF_ROW = {"momentum": "momentum", "vanilla-sgd": "sgd", "sgd": "sgd", "vanilla": "sgd", "adam": "adam"}
@@ -93,13 +94,14 @@ def describe_shape(shape: tuple) -> str:
     return f"x{shape[1]:g} at {', '.join(f'{s:.0%}' for s in shape[2])} of the run" + warmup
 
 
-def condition_markers(config: dict, ref: Reference) -> list[str]:
-    """One phrase per training condition in which the run departs from the paper's recipe for the row."""
-    paper = paper_config(ref, (config.get("optimizer") or {}).get("name"))
+def condition_markers(config: RunConfig, ref: Reference) -> list[str]:
+    """One phrase per training condition in which the run (its ``config``) departs from the paper's recipe for
+    the row."""
+    paper = paper_config(ref, (config.optimizer or {}).get("name"))
     if paper is None:
         return []
     out: list[str] = []
-    run_opt, paper_opt = config.get("optimizer") or {}, paper.optimizer
+    run_opt, paper_opt = config.optimizer or {}, paper.optimizer
     if run_opt.get("name") != paper_opt.get("name"):
         out.append(f"optimizer: {run_opt.get('name')} for {paper_opt.get('name')}")
     elif paper_opt.get("name") == "momentum":
@@ -108,21 +110,21 @@ def condition_markers(config: dict, ref: Reference) -> list[str]:
         run_form = run_opt.get("momentum_form", "lr_outside")
         if run_form != paper_opt.get("momentum_form", "lr_outside"):
             out.append(f"momentum form: {FORMS[run_form]} for {FORMS[paper_opt['momentum_form']]}")
-    schedule = config.get("lr_schedule") or {}
+    schedule = config.lr_schedule or {}
     paper_lr = ref.base_lr if ref.base_lr is not None else paper.lr_schedule.get("base_lr")
     if schedule.get("base_lr") is not None and paper_lr is not None and schedule["base_lr"] != paper_lr:
         out.append(f"lr {schedule['base_lr']:g} for {paper_lr:g}")
-    run_shape = schedule_shape(schedule, config.get("steps") or 1)
+    run_shape = schedule_shape(schedule, config.steps or 1)
     paper_shape = schedule_shape(paper.lr_schedule, paper.steps)
     if not _same_shape(run_shape, paper_shape):
         out.append(f"lr schedule: {describe_shape(run_shape)} for {describe_shape(paper_shape)}")
-    if ref.global_batch is None and ref.batch_per_worker is None and config.get("global_batch") != paper.global_batch:
-        out.append(f"batch {config.get('global_batch')} for {paper.global_batch}")
-    if (config.get("weight_decay") or 0.0) != paper.weight_decay:
-        out.append(f"weight decay {config.get('weight_decay') or 0:g} for {paper.weight_decay:g}")
-    if config.get("precision", "fp32") != "fp32":
-        out.append(f"precision: {config['precision']} for the paper's fp32")
-    run_ema, paper_ema = config.get("ema") or 0.0, paper.ema
+    if ref.global_batch is None and ref.batch_per_worker is None and config.global_batch != paper.global_batch:
+        out.append(f"batch {config.global_batch} for {paper.global_batch}")
+    if (config.weight_decay or 0.0) != paper.weight_decay:
+        out.append(f"weight decay {config.weight_decay or 0:g} for {paper.weight_decay:g}")
+    if config.precision != "fp32":
+        out.append(f"precision: {config.precision} for the paper's fp32")
+    run_ema, paper_ema = config.ema or 0.0, paper.ema
     if run_ema != paper_ema:
         run_eval = f"a {run_ema:g} moving average" if run_ema else "the raw weights"
         paper_eval = f"a {paper_ema:g} moving average" if paper_ema else "the raw weights"
@@ -144,26 +146,26 @@ class Coverage:
         return f"{self.share:.1%} of {self.schedule}"
 
 
-def _stand_in_recipe(config: dict) -> RunConfig | None:
+def _stand_in_recipe(config: RunConfig) -> RunConfig | None:
     try:
-        return resolve({"task": config.get("task"), "method": config.get("method") if config.get("method") in METHODS
-                        else "baseline", "recipe": config.get("recipe")})
+        return resolve({"task": config.task, "method": config.method if config.method in METHODS else "baseline",
+                        "recipe": config.recipe})
     except ConfigError:
         return None
 
 
-def samples_seen(config: dict) -> int:
+def samples_seen(config: RunConfig) -> int:
     """The samples a run trains on: its steps times its total batch."""
-    return (config.get("steps") or 0) * (config.get("global_batch") or 0)
+    return (config.steps or 0) * (config.global_batch or 0)
 
 
-def coverage(record: dict, ref: Reference) -> Coverage | None:
+def coverage(run: Run, ref: Reference) -> Coverage | None:
     """The run's coverage of the schedule a gap is judged against: the paper's for its own model (its stated
     iterations at its batch, else its recipe's), the stand-in task's own recipe for a stand-in (LeNet's 10,000
     iterations of 64 standing in for AlexNet's). None where no schedule is known."""
-    config = record["config"]
-    own = config.get("task") == ref.task
-    paper = paper_config(ref, (config.get("optimizer") or {}).get("name"))
+    config = run.config
+    own = config.task == ref.task
+    paper = paper_config(ref, (config.optimizer or {}).get("name"))
     recipe = paper if own else _stand_in_recipe(config)
     if recipe is None:
         return None
@@ -174,9 +176,9 @@ def coverage(record: dict, ref: Reference) -> Coverage | None:
         what = f"the paper's {steps:,} iterations of {batch:,} samples"
     else:
         steps, batch = recipe.steps, recipe.global_batch
-        what = f"{config.get('task')}'s own recipe ({steps:,} iterations of {batch:,} samples)"
+        what = f"{config.task}'s own recipe ({steps:,} iterations of {batch:,} samples)"
     seen = samples_seen(config)
-    run_shape = schedule_shape(config.get("lr_schedule") or {}, config.get("steps") or 1)
+    run_shape = schedule_shape(config.lr_schedule or {}, config.steps or 1)
     shapes = [schedule_shape(recipe.lr_schedule, recipe.steps)]
     if paper is not None and not own:  # a stand-in may run under the paper model's schedule instead of its own
         shapes.append(schedule_shape(paper.lr_schedule, paper.steps))

@@ -60,5 +60,5 @@ def mark_shared_baselines(table: list[dict]) -> None:
 def baseline_runs(cell: Cell) -> frozenset[str]:
     """The run ids of the baseline runs a row's values were compared with."""
     backing = cell.gap_backing or cell.backing
-    return frozenset(partner["run_id"] for terms in backing for _, _, partner in terms
-                     if partner is not None and partner["config"].get("method") == "baseline")
+    return frozenset(partner.run_id for terms in backing for _, _, partner in terms
+                     if partner is not None and partner.config.method == "baseline")

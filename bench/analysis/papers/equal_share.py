@@ -12,7 +12,8 @@ from commbench.analysis.papers.metric_kinds import NO_MATCH, PAIRED
 from commbench.analysis.papers.pairing import paired_with
 from commbench.analysis.papers.paper_rows import paper_baseline_value
 from commbench.analysis.papers.reference import Analogue, Reference
-from commbench.analysis.papers.runs import fp32_fraction, params_of, percent, same_value, setting_of
+from commbench.analysis.papers.runs import fp32_fraction, percent, same_value, setting_of
+from commbench.analysis.runs import Run
 from commbench.methods import registry
 
 COLLAPSE_POINTS = 2.0  # a threshold whose runs lose more than this to the baseline has collapsed (QGT's byte cap)
@@ -46,49 +47,49 @@ def _across_a_collapse(by_t: dict, ta: float, tb: float, share: float) -> str | 
             f"{COLLAPSE_POINTS:g} points under its baseline): no interpolation across a collapse")
 
 
-def _one_family(paired: list[tuple[float, dict]]) -> list[tuple[float, float, dict]] | None:
+def _one_family(paired: list[tuple[float, Run]]) -> list[tuple[float, float, Run]] | None:
     """The (gain, fp32 fraction, run) of the one setting (but the threshold) the row is interpolated in; None where
     no paired run has a threshold and a share of the bytes."""
     families: dict[str, list] = defaultdict(list)
     for gain, r in paired:
-        if (f := fp32_fraction(r, True)) and params_of(r).get("threshold"):
+        if (f := fp32_fraction(r, True)) and r.params.get("threshold"):
             families[setting_of(r, ("threshold",))].append((gain, f, r))
     if not families:
         return None
     # one family of runs, never a mix of settings: the longest runs (a gap needs half the schedule), then the
     # one with the most thresholds (the most shares to bracket with), then the most records
-    return max(families.values(), key=lambda g: (max(samples_seen(r["config"]) for _, _, r in g),
-                                                 len({params_of(r)["threshold"] for _, _, r in g}), len(g)))
+    return max(families.values(), key=lambda g: (max(samples_seen(r.config) for _, _, r in g),
+                                                 len({r.params["threshold"] for _, _, r in g}), len(g)))
 
 
 def _interpolate_seeds(cell: Cell, ref: Reference, at_a: list, at_b: list, w: float,
-                       partner_of: dict[str, dict]) -> None:
+                       partner_of: dict[str, Run]) -> None:
     """Each seed run at both bracketing thresholds: its value (or loss) and gap, weighted ``1 - w`` at the first
     threshold and ``w`` at the second, into ``cell``."""
-    seeds_a = {r["config"].get("seed"): (g, r) for g, _, r in at_a}
-    seeds_b = {r["config"].get("seed"): (g, r) for g, _, r in at_b}
+    seeds_a = {r.config.seed: (g, r) for g, _, r in at_a}
+    seeds_b = {r.config.seed: (g, r) for g, _, r in at_b}
     loss = ref.metric == "top1_loss"
     for seed in sorted(set(seeds_a) & set(seeds_b), key=str):
         (ga, ra), (gb, rb) = seeds_a[seed], seeds_b[seed]
         gap = (1 - w) * ga + w * gb
-        gap_terms = [(1 - w, ra, partner_of[ra["run_id"]]), (w, rb, partner_of[rb["run_id"]])]
+        gap_terms = [(1 - w, ra, partner_of[ra.run_id]), (w, rb, partner_of[rb.run_id])]
         if loss:
             cell.values.append(-gap)
             cell.backing.append(gap_terms)
         else:
-            cell.values.append((1 - w) * percent(ra["metrics"]["top1"]) + w * percent(rb["metrics"]["top1"]))
+            cell.values.append((1 - w) * percent(ra.metrics["top1"]) + w * percent(rb.metrics["top1"]))
             cell.backing.append([(1 - w, ra, None), (w, rb, None)])
             cell.gap_values.append(gap)
             cell.gap_backing.append(gap_terms)
         cell.records.append(ra)
-        cell.run_ids += [ra["run_id"], rb["run_id"]]
+        cell.run_ids += [ra.run_id, rb.run_id]
 
 
-def _by_threshold(family: list[tuple[float, float, dict]]) -> dict[float, list]:
+def _by_threshold(family: list[tuple[float, float, Run]]) -> dict[float, list]:
     """The family's (gain, fp32 fraction, run) grouped by the run's threshold."""
     by_t: dict[float, list] = defaultdict(list)
     for gain, f, r in family:
-        by_t[float(params_of(r)["threshold"])].append((gain, f, r))
+        by_t[float(r.params["threshold"])].append((gain, f, r))
     return by_t
 
 
@@ -111,7 +112,7 @@ def _equal_share_markers(ref: Reference, share: float, bracket: tuple, w: float,
                    for (t0, s0), (t1, s1) in zip(points, points[1:]) if s1 > s0]
 
 
-def at_equal_share(cell: Cell, ref: Reference, runs: list[dict], baselines: list[dict],
+def at_equal_share(cell: Cell, ref: Reference, runs: list[Run], baselines: list[Run],
                    references: list[Reference], analogue: Analogue | None) -> Cell:
     """The row's accuracy (or loss) where our runs send the paper's share of the bytes: interpolated on log T
     between the two thresholds run whose shares bracket it (log share linear in log T), seed by seed."""
@@ -119,7 +120,7 @@ def at_equal_share(cell: Cell, ref: Reference, runs: list[dict], baselines: list
     if share is None:
         cell.why_missing = "the paper states no bytes at this threshold to take its share from"
         return cell
-    partner_of: dict[str, dict] = {}
+    partner_of: dict[str, Run] = {}
     family = _one_family(paired_with(runs, baselines, PAIRED["top1_gain"], into=partner_of))
     if family is None:
         cell.why_missing = NO_MATCH if not runs else "no baseline run of the same setting to compare with"

@@ -18,24 +18,24 @@ from commbench.store.correctness import unpack_correct
 from commbench.analysis.papers import stats
 from commbench.analysis.papers.conditions import Coverage, coverage
 from commbench.analysis.papers.cell import Cell, Term
+from commbench.analysis.runs import Run
 
 LENGTH_SHARE = 0.5      # a gap is judged from runs that cover at least half of the schedule, in samples seen
 BASELINE_POINTS = 2.0   # on the paper's own model and data, our baseline within 2 points of the paper's
 
 
-def _images(record: dict) -> int | None:
-    m = record.get("metrics") or {}
-    stored = m.get("eval_correct")
+def _images(run: Run) -> int | None:
+    stored = run.metrics.get("eval_correct")
     if isinstance(stored, dict) and type(stored.get("images")) is int:
         return stored["images"]
-    data = record.get("data") or {}
+    data = run.data
     if type(data.get("eval_samples")) is int and data["eval_samples"] > 0:
         return data["eval_samples"]
-    return stats.TEST_IMAGES.get(record["config"].get("dataset"))
+    return stats.TEST_IMAGES.get(run.config.dataset)
 
 
-def _bits(record: dict) -> np.ndarray | None:
-    return unpack_correct((record.get("metrics") or {}).get("eval_correct"))
+def _bits(run: Run) -> np.ndarray | None:
+    return unpack_correct(run.metrics.get("eval_correct"))
 
 
 def _per_image(backing: list[list[Term]], metric: str) -> tuple[int | None, list[np.ndarray] | None]:
@@ -89,7 +89,7 @@ def test_se(backing: list[list[Term]], metric: str) -> tuple[float | None, str]:
         terms = [t[position] for t in backing if len(t) > position]
         weight = terms[0][0]
         for arm in (1, 2):
-            accs = [t[arm]["metrics"].get(key) for t in terms if t[arm] is not None]
+            accs = [t[arm].metrics.get(key) for t in terms if t[arm] is not None]
             accs = [a for a in accs if isinstance(a, (int, float))]
             if accs:
                 p = statistics.fmean(accs)
@@ -113,7 +113,7 @@ def estimate(values: list[float], backing: list[list[Term]], metric: str, accura
 
 
 # -- gates ------------------------------------------------------------------------------------------------------
-def runs_of(cell: Cell) -> list[dict]:
+def runs_of(cell: Cell) -> list[Run]:
     backing = cell.gap_backing or cell.backing
     found = [r for terms in backing for _, run, partner in terms for r in (run, partner) if r is not None]
     for runs in cell.choices.values():
@@ -131,7 +131,7 @@ def early(cell: Cell, ours: float, paper: float | None) -> str | None:
     if covers:
         least: Coverage = min((c for c, _ in covers), key=lambda c: c.share)
         if least.share < LENGTH_SHARE:
-            steps = min(r["config"].get("steps") or 0 for c, r in covers if c is least)
+            steps = min(r.config.steps or 0 for c, r in covers if c is least)
             return f"early-training gap: the runs cover {least.describe()} ({steps:,} steps); {said}"
         incomplete = next((c for c, _ in covers if not c.complete), None)
         if incomplete is not None:
@@ -147,13 +147,13 @@ def _baseline_off(cell: Cell, said: str) -> str | None:
     ref = cell.ref
     if cell.paper_baseline is None:
         return None
-    bases = [r for r in runs_of(cell) if r["config"].get("method") == "baseline" and r["config"].get("task") == ref.task]
+    bases = [r for r in runs_of(cell) if r.config.method == "baseline" and r.config.task == ref.task]
     key = "top5" if ref.metric.startswith("top5") else "top1"
-    accs = [100 * r["metrics"][key] for r in bases if isinstance(r["metrics"].get(key), (int, float))]
+    accs = [100 * r.metrics[key] for r in bases if isinstance(r.metrics.get(key), (int, float))]
     if not accs or abs(statistics.fmean(accs) - cell.paper_baseline) <= BASELINE_POINTS:
         return None
     ours = statistics.fmean(accs)
-    data = sorted({(r.get("data") or {}).get("dataset") or r["config"].get("dataset") for r in bases})
+    data = sorted({r.data.get("dataset") or r.config.dataset for r in bases})
     return (f"baseline {ours:.2f} {'below' if ours < cell.paper_baseline else 'above'} the paper's "
             f"{cell.paper_baseline:.2f} by more than {BASELINE_POINTS:g} points (on {', '.join(data)}); {said}")
 
@@ -163,5 +163,5 @@ def saturated_top5(cell: Cell) -> float | None:
     quality scores at the ceiling (a 10-class data set), so no top-5 effect can show."""
     if not cell.ref.metric.startswith("top5"):
         return None
-    top5 = [r["metrics"].get("top5") for r in runs_of(cell) if isinstance(r["metrics"].get("top5"), (int, float))]
+    top5 = [r.metrics.get("top5") for r in runs_of(cell) if isinstance(r.metrics.get("top5"), (int, float))]
     return 100 * max(top5) if top5 and max(top5) >= 0.99 else None

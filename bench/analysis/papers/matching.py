@@ -14,8 +14,8 @@ from typing import Callable
 
 from commbench.analysis.papers.pairing import pair_key
 from commbench.analysis.papers.reference import PEER_RECIPES, SPEED_METRICS, Analogue, Reference
-from commbench.analysis.papers.runs import params_of, same_value, setting_of
-from commbench.store.records import Status
+from commbench.analysis.papers.runs import same_value, setting_of
+from commbench.analysis.runs import Run
 
 
 OPTIMIZERS = {"momentum": "momentum", "vanilla-sgd": "sgd", "sgd": "sgd", "vanilla": "sgd", "adam": "adam"}
@@ -47,25 +47,25 @@ def target(ref: Reference, analogues: list[Analogue]) -> tuple[dict, Analogue | 
     return want, None
 
 
-def matches(record: dict, ref: Reference, want: dict, method: str | None = None,
+def matches(run: Run, ref: Reference, want: dict, method: str | None = None,
             ignore: tuple[str, ...] = ()) -> bool:
     """``ignore``: row settings not to filter on (``threshold``, ``delay_steps``, ``warmup_steps``, ``variant``)."""
-    cfg = record["config"]
-    params = params_of(record)
+    c = run.config
+    params = run.params
     method = method or ref.method
-    if record.get("status") != Status.DONE or (record.get("metrics") or {}).get("top1") is None:
+    if not run.done or run.metrics.get("top1") is None:
         return False
-    if want["task"] and cfg.get("task") != want["task"]:
+    if want["task"] and c.task != want["task"]:
         return False
-    if ref.paper in PEER_RECIPES and cfg.get("recipe") != PEER_RECIPES[ref.paper]:
+    if ref.paper in PEER_RECIPES and c.recipe != PEER_RECIPES[ref.paper]:
         return False
-    if method and cfg.get("method") != method:
+    if method and c.method != method:
         return False
-    if want["workers"] and cfg.get("workers") != want["workers"]:
+    if want["workers"] and c.workers != want["workers"]:
         return False
     # the paper's own model at another total batch is another experiment (a 200-step speed measurement at 4 x 64
     # is no point of Figure 3's batch 64); a stand-in's batch may differ, and its row says so
-    if want["global_batch"] and want["task"] == ref.task and cfg.get("global_batch") != want["global_batch"]:
+    if want["global_batch"] and want["task"] == ref.task and c.global_batch != want["global_batch"]:
         return False
     if method == ref.method:  # the row's own method parameters (a paired baseline has none of them)
         if ref.threshold is not None and "threshold" not in ignore and not same_value(params.get("threshold"),
@@ -86,7 +86,7 @@ def matches(record: dict, ref: Reference, want: dict, method: str | None = None,
                 if params.get("local_rule") not in RULE_FORMS.get(rule, (rule,)):
                     return False
     allowed = _optimizers(ref)
-    if allowed and (cfg.get("optimizer") or {}).get("name") not in allowed:
+    if allowed and (c.optimizer or {}).get("name") not in allowed:
         return False
     return True
 
@@ -98,43 +98,43 @@ def _optimizers(ref: Reference) -> set[str]:
     return {OPTIMIZERS[w] for v in ref.variants for w in v.split("+") if w in ("momentum", "vanilla")}
 
 
-def as_the_authors_ran(record: dict) -> bool:
+def as_the_authors_ran(run: Run) -> bool:
     """SSD-SGD as the paper's experiments ran it: the authors' COSDCASGD at MXNet's local gradient scale (not
     the paper text's Eq. 8, unscaled). True for every other method."""
-    if record["config"].get("method") != "ssdsgd":
+    if run.config.method != "ssdsgd":
         return True
-    params = params_of(record)
+    params = run.params
     return params.get("local_rule") != "glu" and params.get("local_grad_scale", "paper") == "code"
 
 
-def _link_bits(record: dict) -> float:
+def _link_bits(run: Run) -> float:
     """The run's emulated link rate in bits/s; infinite on the host's loopback (no ``--net``)."""
     from commbench.config import net_rate_bits
 
-    net = record["config"].get("net")
+    net = run.config.net
     return net_rate_bits(net) if net else math.inf
 
 
-def closeness(group: list[dict], ref: Reference, want: dict) -> tuple:
+def closeness(group: list[Run], ref: Reference, want: dict) -> tuple:
     """How near a setting (its runs, one per seed) comes to the paper's, as a sort key: larger is nearer.
     A speed row takes the most communication-bound setting first (the slowest emulated link): the papers'
     speed-ups are claims about relieving that bottleneck."""
-    cfg, data = group[0]["config"], group[0].get("data") or {}
-    speed = (-_link_bits(group[0]), cfg.get("workers") or 0) if ref.metric in SPEED_METRICS else ()
+    c, data = group[0].config, group[0].data
+    speed = (-_link_bits(group[0]), c.workers or 0) if ref.metric in SPEED_METRICS else ()
     partnered = any(pair_key(r, False) in want.get("partners", ()) for r in group)
-    return speed + (cfg.get("task") == ref.task, not data.get("synthetic"), cfg.get("dataset") == ref.dataset,
+    return speed + (c.task == ref.task, not data.get("synthetic"), c.dataset == ref.dataset,
             partnered, as_the_authors_ran(group[0]),
-            want["global_batch"] is None or cfg.get("global_batch") == want["global_batch"],
-            ref.batch_per_worker is None or cfg.get("batch_per_worker") == ref.batch_per_worker,
-            cfg.get("steps") or 0, cfg.get("backend") == "dist", len(group))
+            want["global_batch"] is None or c.global_batch == want["global_batch"],
+            ref.batch_per_worker is None or c.batch_per_worker == ref.batch_per_worker,
+            c.steps or 0, c.backend == "dist", len(group))
 
 
-def nearest(pairs: list[tuple[float, dict]], ref: Reference, want: dict,
-            drop_params: tuple[str, ...] = ()) -> tuple[list[tuple[float, dict]], list[list]]:
+def nearest(pairs: list[tuple[float, Run]], ref: Reference, want: dict,
+            drop_params: tuple[str, ...] = ()) -> tuple[list[tuple[float, Run]], list[list]]:
     """The (value, run) pairs of the setting nearest the paper's; and those of the other matching settings."""
     groups: dict[str, list] = defaultdict(list)
-    for value, record in pairs:
-        groups[setting_of(record, drop_params)].append((value, record))
+    for value, run in pairs:
+        groups[setting_of(run, drop_params)].append((value, run))
     if not groups:
         return [], []
     ranked = sorted(groups.values(), key=lambda g: closeness([r for _, r in g], ref, want), reverse=True)

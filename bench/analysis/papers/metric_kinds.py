@@ -8,6 +8,7 @@ from typing import Callable
 from commbench.analysis.papers.matching import RULE_FORMS
 from commbench.analysis.papers.reference import Reference
 from commbench.analysis.papers.runs import fp32_fraction, percent, uses_paper_accounting
+from commbench.analysis.runs import Run
 
 
 # a best-k row names one k; a best-warm-up row one length, within 1 (Algorithm 1 rounds the warm-up to fit k)
@@ -17,23 +18,23 @@ BYTE_UNITS = {"B": 1.0, "KB": 1e3, "MB": 1e6, "GB": 1e9, "MiB": 2.0 ** 20}
 
 
 # metric -> value of one run, in the reference's unit
-SINGLE: dict[str, Callable[[dict, Reference], float | None]] = {
-    "top1": lambda r, ref: percent(r["metrics"].get("top1")),
-    "top5": lambda r, ref: percent(r["metrics"].get("top5")),
+SINGLE: dict[str, Callable[[Run, Reference], float | None]] = {
+    "top1": lambda r, ref: percent(r.metrics.get("top1")),
+    "top5": lambda r, ref: percent(r.metrics.get("top5")),
     "data_fraction": lambda r, ref: percent(fp32_fraction(r, uses_paper_accounting(ref))),
-    "throughput_images_per_s": lambda r, ref: r["metrics"].get("images_per_s"),
-    "gradient_zero_fraction": lambda r, ref: (percent(r["metrics"]["zero_trits_largest"] / r["metrics"]["trits_largest"])
-                                              if r["metrics"].get("trits_largest") else None),
+    "throughput_images_per_s": lambda r, ref: r.metrics.get("images_per_s"),
+    "gradient_zero_fraction": lambda r, ref: (percent(r.metrics["zero_trits_largest"] / r.metrics["trits_largest"])
+                                              if r.metrics.get("trits_largest") else None),
 }
 # metrics that describe a model, not a run: from the parameter count of any record of the paper's own model
 MODEL = ("model_size", "gradients_per_iteration", "gradients_total")
 # byte metrics of a method's run, scaled to the paper's run through the paper's baseline value of the metric
 SCALED = ("gb_transferred", "bytes_per_node_per_iteration", "pct_per_gb")
 # metric -> value of a run compared with its baseline run (same setting and seed)
-PAIRED: dict[str, Callable[[dict, dict], float | None]] = {
-    "top1_gain": lambda r, b: percent(r["metrics"]["top1"] - b["metrics"]["top1"]),
-    "top1_loss": lambda r, b: percent(b["metrics"]["top1"] - r["metrics"]["top1"]),
-    "top5_loss": lambda r, b: percent(b["metrics"]["top5"] - r["metrics"]["top5"]),
+PAIRED: dict[str, Callable[[Run, Run], float | None]] = {
+    "top1_gain": lambda r, b: percent(r.metrics["top1"] - b.metrics["top1"]),
+    "top1_loss": lambda r, b: percent(b.metrics["top1"] - r.metrics["top1"]),
+    "top5_loss": lambda r, b: percent(b.metrics["top5"] - r.metrics["top5"]),
     "speedup": lambda r, b: _ratio(r, b),
     "speedup_pct": lambda r, b: None if _ratio(r, b) is None else 100.0 * (_ratio(r, b) - 1.0),
 }
@@ -59,6 +60,6 @@ BATCH_LOSS = {"top1_loss_vs_batch_256": 256}
 NO_ANALOGUE: dict[str, str] = {}
 
 
-def _ratio(r: dict, b: dict) -> float | None:
-    mine, base = r["metrics"].get("images_per_s"), b["metrics"].get("images_per_s")
+def _ratio(r: Run, b: Run) -> float | None:
+    mine, base = r.metrics.get("images_per_s"), b.metrics.get("images_per_s")
     return mine / base if mine and base else None

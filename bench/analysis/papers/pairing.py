@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Callable
 
-from commbench.analysis.papers.runs import NOT_SETTING, exchange_of, overlapped_or_ps, params_of, percent, setting_of
-from commbench.store.records import Status, cpu_of
+from commbench.analysis.papers.runs import NOT_SETTING, exchange_of, overlapped_or_ps, percent, setting_of
+from commbench.analysis.runs import Run
 
 
 # the parts of a configuration that must agree between a run and the baseline run it is compared with
@@ -14,24 +14,24 @@ PAIR_KEYS = ("task", "dataset", "workers", "backend", "tier", "steps", "seed", "
              "node_link")
 
 
-def pair_key(record: dict, exchange: bool, cpu: bool = True) -> tuple:
+def pair_key(run: Run, exchange: bool, cpu: bool = True) -> tuple:
     """``exchange``: a speed-up's pairing, which also needs the same exchange and, where ``cpu``, the same CPU (a
     step's compute on one CPU against a baseline's on another measures the machines, not the method)."""
-    cfg = record["config"]
-    key = tuple(str(cfg.get(k)) for k in PAIR_KEYS) + (str((cfg.get("optimizer") or {}).get("name")),)
+    c = run.config
+    key = tuple(str(getattr(c, k)) for k in PAIR_KEYS) + (str((c.optimizer or {}).get("name")),)
     if not exchange:
         return key
-    return key + exchange_of(record) + ((cpu_of(record),) if cpu else ())
+    return key + exchange_of(run) + ((run.cpu,) if cpu else ())
 
 
-def other_cpu(runs: list[dict], baselines: list[dict]) -> str | None:
+def other_cpu(runs: list[Run], baselines: list[Run]) -> str | None:
     """Why runs found no baseline to time against, where one ran in their setting but on another CPU."""
     by_key = {pair_key(b, True, cpu=False): b for b in baselines if overlapped_or_ps(b)}
     for r in runs:
         b = by_key.get(pair_key(r, True, cpu=False))
-        if b is not None and cpu_of(b) != cpu_of(r):
-            return (f"the baseline of the same setting was timed on another CPU ({cpu_of(b)}, the method on "
-                    f"{cpu_of(r)}): speeds compare only on one CPU; re-run both on one machine")
+        if b is not None and b.cpu != r.cpu:
+            return (f"the baseline of the same setting was timed on another CPU ({b.cpu}, the method on "
+                    f"{r.cpu}): speeds compare only on one CPU; re-run both on one machine")
     return None
 
 
@@ -40,8 +40,8 @@ def other_cpu(runs: list[dict], baselines: list[dict]) -> str | None:
 EXCHANGE_BOUND = ("speedup", "speedup_pct")
 
 
-def paired_with(runs: list[dict], baselines: list[dict], how, exchange: bool = False,
-            into: dict | None = None) -> list[tuple[float, dict]]:
+def paired_with(runs: list[Run], baselines: list[Run], how, exchange: bool = False,
+            into: dict | None = None) -> list[tuple[float, Run]]:
     """(how(run, baseline), run) for each run with a baseline of the same setting and seed; ``exchange``: and
     on the same exchange, against a baseline people run (``EXCHANGE_BOUND`` metrics: a speed-up over an
     all-reduce that waits for the whole backward pass would flatter the method). ``into``: run id -> the
@@ -53,7 +53,7 @@ def paired_with(runs: list[dict], baselines: list[dict], how, exchange: bool = F
         if b is not None and (v := how(r, b)) is not None:
             out.append((v, r))
             if into is not None:
-                into[r["run_id"]] = b
+                into[r.run_id] = b
     return out
 
 
@@ -61,43 +61,43 @@ def paired_with(runs: list[dict], baselines: list[dict], how, exchange: bool = F
 SIBLING_FREE = {"clip": ("clip",), "local_rule": ("local_rule", "local_lr_scale"), "warmup": ("warmup",)}
 
 
-def sibling_pairs(runs: list[dict], records: list[dict], param: str, wanted: Callable,
-              into: dict | None = None) -> list[tuple[float, dict]]:
+def sibling_pairs(runs: list[Run], records: list[Run], param: str, wanted: Callable,
+              into: dict | None = None) -> list[tuple[float, Run]]:
     """(partner top-1 - run top-1, run) for each run with a partner: the same setting and seed, except
     ``param`` (and what goes with it), whose value in the partner passes ``wanted``."""
     free = SIBLING_FREE[param]
 
     def key(r):
-        return setting_of(r, free), r["config"].get("seed")
+        return setting_of(r, free), r.config.seed
 
-    partners = {key(r): r for r in records if r.get("status") == Status.DONE and wanted(params_of(r).get(param))
-                and (r.get("metrics") or {}).get("top1") is not None}
+    partners = {key(r): r for r in records if r.done and wanted(r.params.get(param))
+                and r.metrics.get("top1") is not None}
     return with_partners(runs, partners, key, into)
 
 
-def with_partners(runs: list[dict], partners: dict, key, into: dict | None) -> list[tuple[float, dict]]:
+def with_partners(runs: list[Run], partners: dict, key, into: dict | None) -> list[tuple[float, Run]]:
     """(partner top-1 - run top-1, run) for each run whose key has a partner; ``into``: run id -> partner."""
     out = []
     for r in runs:
         partner = partners.get(key(r))
         if partner is not None and partner is not r:
-            out.append((percent(partner["metrics"]["top1"] - r["metrics"]["top1"]), r))
+            out.append((percent(partner.metrics["top1"] - r.metrics["top1"]), r))
             if into is not None:
-                into[r["run_id"]] = partner
+                into[r.run_id] = partner
     return out
 
 
 BATCH_FREE = ("workers", "backend", "global_batch", "batch_per_worker", "steps", "lr_schedule")
 
 
-def batch_pairs(runs: list[dict], records: list[dict], batch: int,
-                    into: dict | None = None) -> list[tuple[float, dict]]:
+def batch_pairs(runs: list[Run], records: list[Run], batch: int,
+                    into: dict | None = None) -> list[tuple[float, Run]]:
     """(partner top-1 - run top-1, run) for each run with a done partner of the same seed and setting, except the
     total batch (``batch``) and what scales with it (workers, steps at equal epochs, the learning rate)."""
-    def key(r):
-        cfg = {k: v for k, v in r["config"].items() if k not in NOT_SETTING + BATCH_FREE}
-        return json.dumps(cfg, sort_keys=True, default=str), r["config"].get("seed")
+    def key(r):  # as stored, as setting_of reads it
+        cfg = {k: v for k, v in r.stored.items() if k not in NOT_SETTING + BATCH_FREE}
+        return json.dumps(cfg, sort_keys=True, default=str), r.config.seed
 
-    partners = {key(r): r for r in records if r.get("status") == Status.DONE and r["config"].get("global_batch") == batch
-                and (r.get("metrics") or {}).get("top1") is not None}
-    return with_partners([r for r in runs if r["config"].get("global_batch") != batch], partners, key, into)
+    partners = {key(r): r for r in records if r.done and r.config.global_batch == batch
+                and r.metrics.get("top1") is not None}
+    return with_partners([r for r in runs if r.config.global_batch != batch], partners, key, into)

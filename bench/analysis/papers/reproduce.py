@@ -24,6 +24,8 @@ nothing about NiN's).
 """
 from __future__ import annotations
 
+import dataclasses
+
 from commbench.analysis.papers.cell import Cell
 from commbench.analysis.papers.differs import markers, other_settings
 from commbench.analysis.papers.equal_share import at_equal_share, equal_share_applies
@@ -32,10 +34,11 @@ from commbench.analysis.papers.metric_kinds import MODEL, NO_ANALOGUE, NO_MATCH
 from commbench.analysis.papers.pairing import paired_with
 from commbench.analysis.papers.reference import SPEED_METRICS, Analogue, Reference
 from commbench.analysis.papers.row_values import Pairs, from_model, row_values
-from commbench.analysis.papers.runs import learns_nothing, params_of, percent
+from commbench.analysis.papers.runs import learns_nothing, percent
+from commbench.analysis.runs import Run
 
 
-def reproduce(ref: Reference, records: list[dict], analogues: list[Analogue],
+def reproduce(ref: Reference, records: list[Run], analogues: list[Analogue],
               references: list[Reference] = (), declarations: list = ()) -> Cell:
     """``references``: the paper's other rows (baselines to scale bytes to and to take accuracy gaps from);
     ``declarations``: the grids' declared stand-ins for speed rows (config.grid.Declaration)."""
@@ -59,7 +62,7 @@ def reproduce(ref: Reference, records: list[dict], analogues: list[Analogue],
     ignore = _ignored(ref.metric)
     runs = [r for r in records if matches(r, ref, want, ignore=ignore)]
     baselines = [r for r in records if matches(r, ref, want, method="baseline")]
-    partner_of: dict[str, dict] = {}  # run id -> the run it was paired with (baseline, sibling)
+    partner_of: dict[str, Run] = {}  # run id -> the run it was paired with (baseline, sibling)
     extra: list[str] = []
     computed = row_values(cell, ref, want, runs, baselines, records, references, declarations, partner_of, extra)
     if computed is None:
@@ -76,19 +79,19 @@ def _modelled(ref: Reference) -> bool:
     return "performance-model" in ref.variants
 
 
-def _records_for(cell: Cell, ref: Reference, records: list[dict], analogues: list[Analogue], want: dict,
-                 analogue: Analogue | None) -> tuple[list[dict], dict, Analogue | None] | None:
+def _records_for(cell: Cell, ref: Reference, records: list[Run], analogues: list[Analogue], want: dict,
+                 analogue: Analogue | None) -> tuple[list[Run], dict, Analogue | None] | None:
     """The records a row may be computed from, what they must match and the stand-in they may come from; None where
     the row is done already (a model row, filled or not; a row that cannot be reproduced, with why)."""
     metric = ref.metric
     if metric in SPEED_METRICS:  # a speed only from the paper's own model in real processes: a stand-in's
         want, analogue = target(ref, [])  # or a simulation's images/s say nothing about the paper's
-        records = [r for r in records if r["config"].get("backend") == "dist"]
+        records = [r for r in records if r.config.backend == "dist"]
     if _modelled(ref):  # the paper modelled this speed; here it is measured on the emulated network, if it was run
         if metric not in SPEED_METRICS:
             cell.why_missing = "modelled in the paper: see commbench model"
             return None
-        records = [r for r in records if r["config"].get("net")]
+        records = [r for r in records if r.config.net]
         want = {**want, "workers": None}  # 2 cores host a few workers, not the paper's 8 or 128
     if metric in MODEL or (metric in ("gb_transferred", "bytes_per_node_per_iteration") and ref.method == "baseline"):
         from_model(cell, ref, records)
@@ -97,7 +100,7 @@ def _records_for(cell: Cell, ref: Reference, records: list[dict], analogues: lis
         records = [r for r in records if not learns_nothing(r)]  # inputs nor from runs made to time a link
     if metric in SPEED_METRICS:  # a row over several models: never from a model that only stands in for one
         stand_ins = {a.use.get("task") for a in analogues if a.paper == ref.paper} - {ref.task}
-        records = [r for r in records if r["config"].get("task") not in stand_ins]
+        records = [r for r in records if r.config.task not in stand_ins]
     if metric in NO_ANALOGUE:
         cell.why_missing = NO_ANALOGUE[metric]
         return None
@@ -117,16 +120,16 @@ def _ignored(metric: str) -> tuple[str, ...]:
     return ()
 
 
-def _fill(cell: Cell, ref: Reference, pairs: Pairs, others: list[list], partner_of: dict[str, dict],
+def _fill(cell: Cell, ref: Reference, pairs: Pairs, others: list[list], partner_of: dict[str, Run],
           extra: list[str], analogue: Analogue | None) -> None:
     """The cell's values, their runs and partners, and its markers (the handlers' ``extra`` among them)."""
     cell.values = [v for v, _ in pairs]
-    cell.run_ids = [r["run_id"] for _, r in pairs]
+    cell.run_ids = [r.run_id for _, r in pairs]
     cell.records = [r for _, r in pairs]
-    cell.backing = [[(1.0, r, partner_of.get(r["run_id"]))] for _, r in pairs]
+    cell.backing = [[(1.0, r, partner_of.get(r.run_id))] for _, r in pairs]
     if (note := other_settings(ref, others)) is not None:
         extra.append(note)
-    warmups = {(params_of(r).get("warmup"), r["config"].get("steps")) for _, r in pairs if params_of(r).get("warmup")}
+    warmups = {(r.params.get("warmup"), r.config.steps) for _, r in pairs if r.params.get("warmup")}
     if ref.metric in SPEED_METRICS and warmups:
         (warmup, steps), *_ = sorted(warmups)
         extra.append(f"throughput over all {steps} steps, {min(warmup + 1, steps)} of them the synchronous warm-up")
@@ -138,25 +141,25 @@ def _fill(cell: Cell, ref: Reference, pairs: Pairs, others: list[list], partner_
     cell.markers = markers([r for _, r in pairs], ref, analogue) + extra
 
 
-def _gap_values(cell: Cell, ref: Reference, pairs: Pairs, baselines: list[dict]) -> None:
+def _gap_values(cell: Cell, ref: Reference, pairs: Pairs, baselines: list[Run]) -> None:
     """A method's top-1/top-5 row: each run's gap to the baseline of its setting and seed (and, where the paper
     reports the best evaluation, the same gap at the last)."""
     metric = ref.metric
     if metric not in ("top1", "top5") or ref.method == "baseline" or not pairs:
         return
-    gap_partner: dict[str, dict] = {}
+    gap_partner: dict[str, Run] = {}
     gaps = paired_with([r for _, r in pairs], baselines,
-                       lambda r, b: percent(r["metrics"][metric] - b["metrics"][metric]), into=gap_partner)
+                       lambda r, b: percent(r.metrics[metric] - b.metrics[metric]), into=gap_partner)
     cell.gap_values = [v for v, _ in gaps]
-    cell.gap_backing = [[(1.0, r, gap_partner[r["run_id"]])] for _, r in gaps]
+    cell.gap_backing = [[(1.0, r, gap_partner[r.run_id])] for _, r in gaps]
     if ref.reports == "best" and metric == "top1":  # only top-1 is read as the best (as_reported_best)
-        last = [(as_run_last(r), as_run_last(gap_partner[r["run_id"]])) for _, r in gaps]
-        cell.final_gap_values = [percent(r["metrics"][metric] - b["metrics"][metric]) for r, b in last]
+        last = [(as_run_last(r), as_run_last(gap_partner[r.run_id])) for _, r in gaps]
+        cell.final_gap_values = [percent(r.metrics[metric] - b.metrics[metric]) for r, b in last]
         cell.final_gap_backing = [[(1.0, r, b)] for r, b in last]
 
 
 def _why_missing(cell: Cell, ref: Reference, analogues: list[Analogue], analogue: Analogue | None,
-                 stand_in: Analogue | None, runs: list[dict]) -> None:
+                 stand_in: Analogue | None, runs: list[Run]) -> None:
     """Why a row without values has none, where its handler did not say."""
     if cell.values or cell.why_missing is not None:
         return
@@ -174,28 +177,28 @@ def _why_missing(cell: Cell, ref: Reference, analogues: list[Analogue], analogue
                                  f"{', '.join(a.sources)} only: a table is one model's)")
 
 
-def as_reported_best(record: dict) -> dict:
-    """The record as a paper that reports a run's best evaluation reads it: its best top-1 (metrics.top1_best,
+def as_reported_best(run: Run) -> Run:
+    """The run as a paper that reports a run's best evaluation reads it: its best top-1 (metrics.top1_best,
     else the history's highest) and that evaluation's correctness bits."""
-    m = record.get("metrics") or {}
+    m = run.metrics
     if "top1_last" in m:  # read as the best already
-        return record
+        return run
     best = m.get("top1_best")
     if best is None:
-        points = [h["top1"] for h in record.get("history") or [] if isinstance(h.get("top1"), (int, float))]
+        points = [h["top1"] for h in run.history if isinstance(h.get("top1"), (int, float))]
         best = max(points) if points else m.get("top1")
     if best is None:
-        return record
+        return run
     # the last evaluation is kept beside, for the final gap the row states too
-    return {**record, "metrics": {**m, "top1": best, "eval_correct": m.get("eval_correct_best"),
-                                  "top1_last": m.get("top1"), "eval_correct_last": m.get("eval_correct")}}
+    return dataclasses.replace(run, metrics={**m, "top1": best, "eval_correct": m.get("eval_correct_best"),
+                                             "top1_last": m.get("top1"), "eval_correct_last": m.get("eval_correct")})
 
 
-def as_run_last(record: dict) -> dict:
-    """A record read by :func:`as_reported_best` as it ran: its last evaluation's top-1 and correctness bits."""
-    m = record.get("metrics") or {}
+def as_run_last(run: Run) -> Run:
+    """A run read by :func:`as_reported_best` as it ran: its last evaluation's top-1 and correctness bits."""
+    m = run.metrics
     if "top1_last" not in m:
-        return record
-    return {**record, "metrics": {**m, "top1": m["top1_last"], "eval_correct": m.get("eval_correct_last")}}
+        return run
+    return dataclasses.replace(run, metrics={**m, "top1": m["top1_last"], "eval_correct": m.get("eval_correct_last")})
 
 

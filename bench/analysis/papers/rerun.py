@@ -9,6 +9,7 @@ from pathlib import Path
 from commbench.config import ConfigError
 from commbench.config.grid import expand, load_grid
 from commbench.config.runconfig import identity_of
+from commbench.analysis.runs import Run
 
 
 def _setting(config: dict) -> str:
@@ -50,11 +51,11 @@ def _grid_settings(path: Path) -> tuple[str, frozenset[str]]:
     return grid.path.stem, frozenset(_setting(c.to_dict()) for c in expand(grid))
 
 
-def grids_rerunning(records: list[dict], folder: Path) -> list[str]:
+def grids_rerunning(runs: list[Run], folder: Path) -> list[str]:
     """The names of the grids under ``folder`` (shipped grids run by name) that make the settings of these
-    records again."""
-    wanted = {_setting(r["config"]) for r in records}
-    have = {key: {json.dumps(r["config"].get(key), default=str) for r in records} for key in NAMED_PLAINLY}
+    runs again (each setting from the configuration as stored, which its run id was computed from)."""
+    wanted = {_setting(r.stored) for r in runs}
+    have = {key: {json.dumps(getattr(r.config, key), default=str) for r in runs} for key in NAMED_PLAINLY}
     names = []
     for path, named in _grid_files(Path(folder).resolve()):
         if any(values is not None and not values & have[key] for key, values in named.items()):

@@ -12,15 +12,15 @@ from commbench.analysis.papers.pairing import (EXCHANGE_BOUND, batch_pairs, othe
                                                sibling_pairs)
 from commbench.analysis.papers.paper_rows import paper_baseline_value
 from commbench.analysis.papers.reference import Reference
-from commbench.analysis.papers.runs import fp32_fraction, params_of, percent, setting_of, uses_paper_accounting
+from commbench.analysis.papers.runs import fp32_fraction, percent, setting_of, uses_paper_accounting
 from commbench.analysis.papers.speed_rows import declaration_for, declared_for_another_batch, declared_links
-from commbench.store.records import Status
+from commbench.analysis.runs import Run
 
-Pairs = list[tuple[float, dict]]
+Pairs = list[tuple[float, Run]]
 
 
-def row_values(cell: Cell, ref: Reference, want: dict, runs: list[dict], baselines: list[dict], records: list[dict],
-               references: list[Reference], declarations, partner_of: dict[str, dict],
+def row_values(cell: Cell, ref: Reference, want: dict, runs: list[Run], baselines: list[Run], records: list[Run],
+               references: list[Reference], declarations, partner_of: dict[str, Run],
                extra: list[str]) -> tuple[Pairs, list[list]] | None:
     """The row's (value, run) pairs and the other matching settings' (for a marker), by the kind of its metric;
     None, with why, where no kind computes it. ``partner_of`` gets each run's partner (baseline, sibling),
@@ -45,11 +45,12 @@ def row_values(cell: Cell, ref: Reference, want: dict, runs: list[dict], baselin
 
 
 def _steps(pairs: Pairs) -> int:
-    return min(r["config"].get("steps") or 0 for _, r in pairs)
+    return min(r.config.steps or 0 for _, r in pairs)
 
 
-def _group_value(record: dict, key: str):
-    return record["config"].get(key) if key in record["config"] else params_of(record).get(key)
+def _group_value(run: Run, key: str):
+    """A configuration field where the record stores one by that name (``workers``), else a method parameter."""
+    return run.stored[key] if key in run.stored else run.params.get(key)
 
 
 def _model_value(ref: Reference, parameters: int) -> float | None:
@@ -69,21 +70,20 @@ def _model_value(ref: Reference, parameters: int) -> float | None:
     return None
 
 
-def from_model(cell: Cell, ref: Reference, records: list[dict]) -> Cell:
+def from_model(cell: Cell, ref: Reference, records: list[Run]) -> Cell:
     """A row that describes the paper's model (its size, gradients per iteration, the baseline's bytes)."""
-    own = [r for r in records if r.get("status") == Status.DONE and r["config"].get("task") == ref.task
-           and (r.get("metrics") or {}).get("parameters")]
+    own = [r for r in records if r.done and r.config.task == ref.task and r.metrics.get("parameters")]
     if not own:
         cell.why_missing = (f"a property of {ref.task} itself, which the stand-in cannot give: any run of it "
                             f"fills this row (bench/grids/campaign/model-sizes.yaml)")
         return cell
-    record = own[0]
-    parameters = int(record["metrics"]["parameters"])
+    run = own[0]
+    parameters = int(run.metrics["parameters"])
     value = _model_value(ref, parameters)
     if value is None:
         cell.why_missing = "the paper states no iteration count for this total"
         return cell
-    cell.values, cell.run_ids, cell.records = [value], [record["run_id"]], [record]
+    cell.values, cell.run_ids, cell.records = [value], [run.run_id], [run]
     per_node = ref.metric in ("model_size", "bytes_per_node_per_iteration")
     scale = [f"{ref.workers} nodes" if ref.workers and not per_node else "",
              f"{ref.iterations:,} iterations" if ref.metric in ("gradients_total", "gb_transferred") else ""]
@@ -93,18 +93,17 @@ def from_model(cell: Cell, ref: Reference, records: list[dict]) -> Cell:
     return cell
 
 
-def single_run(ref: Reference, want: dict, runs: list[dict], records: list[dict],
+def single_run(ref: Reference, want: dict, runs: list[Run], records: list[Run],
                references: list[Reference]) -> tuple[Pairs, list[list]]:
     """A value of one run (its accuracy, its share of the bytes, its speed), of the setting nearest the paper's."""
     if ref.method == "baseline":  # a baseline row takes the setting its table's methods ran in, where one did
         methods = {r.method for r in references if r.paper == ref.paper and r.source == ref.source
                    and r.method not in (None, "baseline")}
-        want = {**want, "partners": {pair_key(r, False) for r in records if r["config"].get("method") in methods
-                                     and r.get("status") == Status.DONE}}
+        want = {**want, "partners": {pair_key(r, False) for r in records if r.config.method in methods and r.done}}
     return nearest([(v, r) for r in runs if (v := SINGLE[ref.metric](r, ref)) is not None], ref, want)
 
 
-def scaled_bytes(cell: Cell, ref: Reference, want: dict, runs: list[dict], references: list[Reference],
+def scaled_bytes(cell: Cell, ref: Reference, want: dict, runs: list[Run], references: list[Reference],
                  extra: list[str]) -> tuple[Pairs, list[list]]:
     """A method's byte total at the paper's scale: its fp32 fraction times the paper's baseline bytes."""
     fractions, others = nearest([(f, r) for r in runs if (f := fp32_fraction(r, uses_paper_accounting(ref)))],
@@ -118,7 +117,7 @@ def scaled_bytes(cell: Cell, ref: Reference, want: dict, runs: list[dict], refer
     pairs = []
     for fraction, r in fractions:
         bytes_at_scale = fraction * base.value * factor
-        pairs.append((r["metrics"]["top1"] * 100 / bytes_at_scale if ref.metric == "pct_per_gb" else bytes_at_scale,
+        pairs.append((r.metrics["top1"] * 100 / bytes_at_scale if ref.metric == "pct_per_gb" else bytes_at_scale,
                       r))
     if fractions:
         what = "top-1 over " if ref.metric == "pct_per_gb" else ""
@@ -127,8 +126,8 @@ def scaled_bytes(cell: Cell, ref: Reference, want: dict, runs: list[dict], refer
     return pairs, others
 
 
-def against_baseline(cell: Cell, ref: Reference, want: dict, runs: list[dict], baselines: list[dict], declarations,
-                     partner_of: dict[str, dict]) -> tuple[Pairs, list[list]]:
+def against_baseline(cell: Cell, ref: Reference, want: dict, runs: list[Run], baselines: list[Run], declarations,
+                     partner_of: dict[str, Run]) -> tuple[Pairs, list[list]]:
     """A run against the baseline of its setting and seed (a gain, a loss, a speed-up); a speed-up of a setting a
     grid declares for the row at the declared links, and none from a setting declared for another batch."""
     metric = ref.metric
@@ -154,8 +153,8 @@ def against_baseline(cell: Cell, ref: Reference, want: dict, runs: list[dict], b
     return pairs, others
 
 
-def against_other_batch(cell: Cell, ref: Reference, want: dict, runs: list[dict], records: list[dict],
-                        partner_of: dict[str, dict]) -> tuple[Pairs, list[list]]:
+def against_other_batch(cell: Cell, ref: Reference, want: dict, runs: list[Run], records: list[Run],
+                        partner_of: dict[str, Run]) -> tuple[Pairs, list[list]]:
     """A loss against the same setting at a smaller batch (``BATCH_LOSS``)."""
     batch = BATCH_LOSS[ref.metric]
     pairs, others = nearest(batch_pairs(runs, records, batch, partner_of), ref, want)
@@ -165,8 +164,8 @@ def against_other_batch(cell: Cell, ref: Reference, want: dict, runs: list[dict]
     return pairs, others
 
 
-def against_sibling(cell: Cell, ref: Reference, want: dict, runs: list[dict], records: list[dict],
-                    partner_of: dict[str, dict]) -> tuple[Pairs, list[list]]:
+def against_sibling(cell: Cell, ref: Reference, want: dict, runs: list[Run], records: list[Run],
+                    partner_of: dict[str, Run]) -> tuple[Pairs, list[list]]:
     """A loss (or gain) against a sibling run of the same method and setting with the variant the row names."""
     metric = ref.metric
     param, wanted = SIBLING[metric]
@@ -178,7 +177,7 @@ def against_sibling(cell: Cell, ref: Reference, want: dict, runs: list[dict], re
     return pairs, others
 
 
-def over_groups(ref: Reference, want: dict, runs: list[dict], baselines: list[dict], partner_of: dict[str, dict],
+def over_groups(ref: Reference, want: dict, runs: list[Run], baselines: list[Run], partner_of: dict[str, Run],
                 extra: list[str]) -> tuple[Pairs, list[list]]:
     """The largest gain or loss, or the mean, over the groups of a key (``AGGREGATES``: workers, delay steps)."""
     _, aggregate, key = AGGREGATES[ref.metric]
@@ -202,15 +201,15 @@ def over_groups(ref: Reference, want: dict, runs: list[dict], baselines: list[di
     return groups[best], []
 
 
-def _groups_by_key(ref: Reference, want: dict, runs: list[dict], baselines: list[dict],
-                   partner_of: dict[str, dict]) -> dict[tuple, Pairs]:
+def _groups_by_key(ref: Reference, want: dict, runs: list[Run], baselines: list[Run],
+                   partner_of: dict[str, Run]) -> dict[tuple, Pairs]:
     """An aggregate's groups, (optimizer, value of the key) -> the pairs of the setting nearest the paper's."""
     how, aggregate, key = AGGREGATES[ref.metric]
     # one group per optimizer and value of the key: a row over momentum and vanilla SGD takes its extreme
     # over both; a mean is over one optimizer's groups (the one with the most)
     groups: dict = defaultdict(list)
     for v, r in paired_with(runs, baselines, PAIRED[how], how in EXCHANGE_BOUND, partner_of):
-        groups[((r["config"].get("optimizer") or {}).get("name"), _group_value(r, key))].append((v, r))
+        groups[((r.config.optimizer or {}).get("name"), _group_value(r, key))].append((v, r))
     groups = {k: nearest(g, ref, want)[0] for k, g in groups.items()}
     optimizers = sorted({o for o, _ in groups}, key=lambda o: (-sum(g[0] == o for g in groups), o))
     if aggregate is statistics.fmean and optimizers:
@@ -235,7 +234,7 @@ def _full_length_groups(ref: Reference, groups: dict[tuple, Pairs], label, extra
     return full
 
 
-def best_choice(cell: Cell, ref: Reference, want: dict, runs: list[dict],
+def best_choice(cell: Cell, ref: Reference, want: dict, runs: list[Run],
                 extra: list[str]) -> tuple[Pairs, list[list]]:
     """The k (or warm-up) with the best mean top-1, where the paper's own choice ran here: the choices swept and
     the paper's go to ``cell``."""
@@ -244,10 +243,10 @@ def best_choice(cell: Cell, ref: Reference, want: dict, runs: list[dict],
     family, others = _choice_family(ref, want, runs, key)
     groups = defaultdict(list)
     for _, r in family:
-        groups[params_of(r).get(key)].append(r)
+        groups[r.params.get(key)].append(r)
     pairs = []
     if len(groups) > 1:
-        top1 = {g: [percent(r["metrics"]["top1"]) for r in runs_] for g, runs_ in groups.items()}
+        top1 = {g: [percent(r.metrics["top1"]) for r in runs_] for g, runs_ in groups.items()}
         means = {g: statistics.fmean(v) for g, v in top1.items()}
         swept = ', '.join(map(str, sorted(groups)))
         chosen = min((g for g in groups if g is not None and abs(g - ref.value) <= CHOICE_ROUNDING[metric]),
@@ -257,7 +256,7 @@ def best_choice(cell: Cell, ref: Reference, want: dict, runs: list[dict],
             pairs = [(float(best), groups[best][0])]
             extra.append(f"of {key} in {swept}")
             cell.choices, cell.chosen = dict(groups), chosen
-            k = params_of(groups[best][0]).get("k")
+            k = groups[best][0].params.get("k")
             if metric == "warmup_steps_chosen" and ref.delay_steps is not None and k != ref.delay_steps:
                 extra.append(f"swept at k={k}, not the paper's k={ref.delay_steps}")
         else:
@@ -265,7 +264,7 @@ def best_choice(cell: Cell, ref: Reference, want: dict, runs: list[dict],
     return pairs, others
 
 
-def _choice_family(ref: Reference, want: dict, runs: list[dict], key: str) -> tuple[Pairs, list[list]]:
+def _choice_family(ref: Reference, want: dict, runs: list[Run], key: str) -> tuple[Pairs, list[list]]:
     """The runs a choice is made over, as (0, run) pairs, and the other families'."""
     if key == "k":  # the warm-up goes with k (Algorithm 1: (1 + warm-up) % k == 0)
         return nearest([(0.0, r) for r in runs], ref, want, drop_params=("k", "warmup"))
@@ -274,5 +273,5 @@ def _choice_family(ref: Reference, want: dict, runs: list[dict], key: str) -> tu
     for r in runs:
         families[setting_of(r, ("warmup",))].append((0.0, r))
     ranked = sorted(families.values(), reverse=True, key=lambda g: (
-        len({params_of(r).get("warmup") for _, r in g}), closeness([r for _, r in g], ref, want)))
+        len({r.params.get("warmup") for _, r in g}), closeness([r for _, r in g], ref, want)))
     return (ranked[0], ranked[1:]) if ranked else ([], [])

@@ -6,7 +6,8 @@ from collections import defaultdict
 
 from commbench.analysis.papers.cell import Cell
 from commbench.analysis.papers.reference import Reference
-from commbench.analysis.papers.runs import link_of, params_of, setting_of
+from commbench.analysis.papers.runs import link_of, setting_of
+from commbench.analysis.runs import Run
 
 
 def declaration_for(ref: Reference, declarations) -> object:
@@ -24,13 +25,13 @@ def declared_for_another_batch(ref: Reference, declarations) -> object:
     return next((d for d in declarations if (d.paper, d.source, d.task) == (ref.paper, ref.source, ref.task)), None)
 
 
-def declared_links(cell: Cell, paired: list[tuple[float, dict]], declared) -> tuple[list, list]:
+def declared_links(cell: Cell, paired: list[tuple[float, Run]], declared) -> tuple[list, list]:
     """The launches of the declared number of workers on each declared link, one setting per link (the one with
     the most launches); the first declared link that has any fills the row's value, the verdict reads them all."""
     by_link: dict[str, list] = defaultdict(list)
     for v, r in paired:
-        if r["config"].get("workers") == declared.workers and link_of(r) in declared.links and \
-                (declared.topology is None or params_of(r).get("topology") == declared.topology):
+        if r.config.workers == declared.workers and link_of(r) in declared.links and \
+                (declared.topology is None or r.params.get("topology") == declared.topology):
             by_link[link_of(r)].append((v, r))
     for link in declared.links:
         if by_link.get(link):

@@ -33,11 +33,11 @@ def judged_on(cell: Cell) -> tuple[str, str]:
     runs = runs_of(cell)
     if not runs:  # a missing row: what would judge it, where a stand-in is declared for it
         return (STAND_IN, f"{cell.stand_in} for {ref.task}") if cell.stand_in else (PAPER, "")
-    others = sorted({r["config"].get("task") for r in runs if ref.task and r["config"].get("task") != ref.task})
+    others = sorted({r.config.task for r in runs if ref.task and r.config.task != ref.task})
     if others:
         return STAND_IN, f"{', '.join(others)} for {ref.task}"
-    substituted = any((r.get("data") or {}).get("substitute_for") or
-                      (ref.dataset and r["config"].get("dataset") not in (ref.dataset, "synthetic")) for r in runs)
+    substituted = any(r.data.get("substitute_for") or
+                      (ref.dataset and r.config.dataset not in (ref.dataset, "synthetic")) for r in runs)
     return (SUBSTITUTE if substituted else PAPER), ""
 
 

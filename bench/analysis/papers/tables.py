@@ -12,7 +12,7 @@ from commbench.config import ConfigError
 from commbench.config.grid import GRIDS_DIR
 from commbench.methods import METHODS
 
-from commbench.store.records import iter_records
+from commbench.analysis.runs import Run, read_runs
 from commbench.analysis.papers.reference import PAPER_DIR, PAPERS, load_analogues, load_declarations, load_references
 from commbench.analysis.papers.cell import Cell
 from commbench.analysis.papers.differs import paper_arm_conditions
@@ -34,15 +34,15 @@ def paper_names(which: str) -> list[str]:
     return list(PAPERS) if which == "all" else [which]
 
 
-def superseded(record: dict) -> str | None:
-    """Why a record no longer counts: it was made by an older version of its method (commbench.methods.base.Method.version),
-    whose computation has changed since. None for a current record."""
-    cfg = record["config"]
-    method = METHODS.get(cfg.get("method"))
-    made_by = cfg.get("method_version", 1)
-    if method is None or method.computes_as(made_by, cfg.get("workers", 0), cfg.get("method_params") or {}):
+def superseded(run: Run) -> str | None:
+    """Why a run no longer counts: it was made by an older version of its method (commbench.methods.base.Method.version),
+    whose computation has changed since. None for a current run."""
+    c = run.config
+    method = METHODS.get(c.method)
+    made_by = c.method_version  # a record from before versions were stored: 1
+    if method is None or method.computes_as(made_by, c.workers or 0, run.params):
         return None
-    return f"{cfg['method']} v{made_by}, now v{method.version}"
+    return f"{c.method} v{made_by}, now v{method.version}"
 
 
 def build(which: str, results: Path, paper_dir: Path = PAPER_DIR, declarations: list | None = None,
@@ -51,8 +51,8 @@ def build(which: str, results: Path, paper_dir: Path = PAPER_DIR, declarations: 
     an older version of their method are left out; a row only they would fill says so, and names the grids under
     ``grids`` that run it again (the shipped ones where the reference tables are)."""
     # a run of a timm model (model.timm) is the user's own experiment, never a paper's network
-    records = [r for r in iter_records(results) if isinstance(r.get("config"), dict)
-               and not (r["config"].get("model_options") or {}).get("timm")]
+    records = [r for r in read_runs(results) if isinstance(r.stored, dict)
+               and not (r.config.model_options or {}).get("timm")]
     current = [r for r in records if superseded(r) is None]
     analogues = load_analogues(paper_dir)
     shipped = Path(paper_dir) == PAPER_DIR
@@ -79,7 +79,7 @@ def build(which: str, results: Path, paper_dir: Path = PAPER_DIR, declarations: 
                 cell.untestable = blocking
             if not cell.values and len(current) < len(records):
                 old = reproduce(ref, records, analogues, references, declarations)
-                old_records = [r for r in records if r["run_id"] in old.run_ids and superseded(r)]
+                old_records = [r for r in records if r.run_id in old.run_ids and superseded(r)]
                 stale = sorted({superseded(r) for r in old_records})
                 if stale:  # and what the current records lack, where they say (it may be why a re-run is missing)
                     lack = cell.why_missing not in (None, NO_MATCH)
@@ -92,12 +92,13 @@ def build(which: str, results: Path, paper_dir: Path = PAPER_DIR, declarations: 
     return cells
 
 
-def _rerun(records: list[dict], grids: Path | None) -> str:
-    """What runs these superseded records' settings again: a grid's sweep into the folder that holds them."""
-    names = grids_rerunning(records, grids) if grids is not None else []
+def _rerun(runs: list[Run], grids: Path | None) -> str:
+    """What runs these superseded runs' settings again: a grid's sweep into the folder that holds them."""
+    names = grids_rerunning(runs, grids) if grids is not None else []
     if not names:
         return "re-run the grid that made them"
-    outs = sorted({str(Path(r["_path"]).parent.parent) for r in records if r.get("_path")})
+    # the file a record was read from (iter_records notes it beside the record)
+    outs = sorted({str(Path(r.record["_path"]).parent.parent) for r in runs if r.record.get("_path")})
     out = f" --out {outs[0]}" if len(outs) == 1 else ""
     return " or ".join(f"commbench sweep {name}{out}" for name in names) + " runs them again"
 

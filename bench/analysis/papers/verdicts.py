@@ -97,16 +97,16 @@ def _where(cell: Cell) -> str | None:
     """Why the runs are not the paper's own experiment (a stand-in model, other data, a shortened run), or None."""
     ref, reasons = cell.ref, []
     for r in cell.records:
-        cfg, data = r["config"], r.get("data") or {}
-        if ref.task and cfg.get("task") != ref.task:
-            reasons.append(f"a stand-in model ({cfg.get('task')} for {ref.task})")
+        c, data = r.config, r.data
+        if ref.task and c.task != ref.task:
+            reasons.append(f"a stand-in model ({c.task} for {ref.task})")
         if data.get("synthetic"):
             reasons.append("synthetic data")
-        elif data.get("substitute_for") or (ref.dataset and cfg.get("dataset") != ref.dataset):
-            reasons.append(f"other data ({cfg.get('dataset')} for {data.get('substitute_for') or ref.dataset})")
-        paper_steps = ref.iterations or ((cfg.get("overrides") or {}).get("steps") or {}).get("paper")
-        if paper_steps and (cfg.get("steps") or 0) < paper_steps:
-            reasons.append(f"a shortened run ({cfg.get('steps'):,} of {paper_steps:,} iterations)")
+        elif data.get("substitute_for") or (ref.dataset and c.dataset != ref.dataset):
+            reasons.append(f"other data ({c.dataset} for {data.get('substitute_for') or ref.dataset})")
+        paper_steps = ref.iterations or ((c.overrides or {}).get("steps") or {}).get("paper")
+        if paper_steps and (c.steps or 0) < paper_steps:
+            reasons.append(f"a shortened run ({c.steps:,} of {paper_steps:,} iterations)")
     return ", ".join(dict.fromkeys(reasons)) or None
 
 
@@ -317,8 +317,8 @@ def judge_ordering(cell: Cell) -> Verdict:
     chosen, choices = cell.chosen, cell.choices
     if chosen is None or len(choices) < 2:
         return Verdict(MISSING, cell.why_missing or "the sweep did not run the paper's choice")
-    top1 = {c: {r["config"].get("seed"): r for r in runs} for c, runs in choices.items()}
-    means = {c: sum(100 * r["metrics"]["top1"] for r in rs.values()) / len(rs) for c, rs in top1.items()}
+    top1 = {c: {r.config.seed: r for r in runs} for c, runs in choices.items()}
+    means = {c: sum(100 * r.metrics["top1"] for r in rs.values()) / len(rs) for c, rs in top1.items()}
     best = max(means, key=means.get)
     if (gate := _gated(cell, means[best] - means[chosen], None)) is not None:
         return gate
@@ -330,7 +330,7 @@ def judge_ordering(cell: Cell) -> Verdict:
         if not seeds:
             continue
         backing = [[(1.0, top1[chosen][s], top1[other][s])] for s in seeds]
-        values = [percent(top1[chosen][s]["metrics"]["top1"] - top1[other][s]["metrics"]["top1"]) for s in seeds]
+        values = [percent(top1[chosen][s].metrics["top1"] - top1[other][s].metrics["top1"]) for s in seeds]
         comparisons[other] = estimate(values, backing, "top1", True)
     if not comparisons:
         return Verdict(MISSING, "no choice shares a seed with the paper's")
