@@ -7,7 +7,7 @@ STAMP   = $(VENV)/.installed
 FASHION = /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
 SUDO    = $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test test-slow test-all bench report campaign campaign-status campaign-stop campaign-net campaign-2node data clean
+.PHONY: run test test-slow test-all bench report campaign campaign-status campaign-stop campaign-net campaign-2node zoo-net data clean
 
 # The checkout is installed in setuptools' default ("lenient") editable mode: an import hook in the venv
 # (__editable___commbench_*_finder.py) maps each of commbench's packages to its folder (bench/layout.py), so a
@@ -82,10 +82,17 @@ report: $(STAMP)
 # of an older method version and whose rows read untestable or missing either way (terngrad-fig3*, and
 # ssdsgd-table2, ResNet-20 at 2,000 steps, which ssdsgd-table2-half supersedes)
 CAMPAIGN = ssdsgd-table2-half grace-resnet20 ssdsgd-table2-paper-rule precision-equivalence terngrad-table1 ssdsgd-fig4-fig5 ssdsgd-table2-lenet threshold-shares threshold-tables terngrad-table2 model-sizes terngrad-fig3 terngrad-fig3-seed2 terngrad-fig3-wide ssdsgd-table2
+# the zoo (issue 73): the field's compressors, records in results/zoo/, before what is left of the papers' grids
+# (their last four, of older method versions, whose rows read untestable either way):
+# ResNet-20 at the compressors' defaults first (seed 1 of every method before any seed 2), then their milder and
+# harsher settings, then the LeNet tier. Its emulated-network validation needs root: zoo-net.
+ZOO = zoo-resnet20 zoo-resnet20-settings zoo-lenet
 CAMPAIGN_LANES ?= 2
 campaign: $(STAMP) $(FASHION)
 	for lane in $$(seq $(CAMPAIGN_LANES)); do \
-	  (for g in $(CAMPAIGN); do $(VENV)/bin/commbench sweep bench/grids/campaign/$$g.yaml --out results/campaign; \
+	  (for g in $(ZOO); do $(VENV)/bin/commbench sweep bench/grids/zoo/$$g.yaml --out results/zoo; \
+	     rc=$$?; [ $$rc -le 1 ] || exit $$rc; done; \
+	   for g in $(CAMPAIGN); do $(VENV)/bin/commbench sweep bench/grids/campaign/$$g.yaml --out results/campaign; \
 	     rc=$$?; [ $$rc -le 1 ] || exit $$rc; done) & \
 	  sleep 5; \
 	done; wait
@@ -95,11 +102,12 @@ campaign: $(STAMP) $(FASHION)
 # make campaign resumes each run from its checkpoint. To resume in a fresh checkout, commit
 # results/campaign/checkpoints/ (docs/checkpoints.md, "A campaign across sessions")
 campaign-stop:
-	pkill -USR1 -f 'python[0-9.]* [^ ]*commbench sweep bench/grids/campaign/' || echo "no campaign sweep is running"
+	pkill -USR1 -f 'python[0-9.]* [^ ]*commbench sweep bench/grids/(campaign|zoo)/' || echo "no campaign sweep is running"
 
 # what is left of each campaign grid, and its estimated training time (the runs themselves: commbench status)
 campaign-status: $(STAMP)
 	@$(VENV)/bin/commbench status --out results/campaign --summary $(foreach g,$(CAMPAIGN),--grid bench/grids/campaign/$(g).yaml)
+	@mkdir -p results/zoo && $(VENV)/bin/commbench status --out results/zoo --summary $(foreach g,$(ZOO) zoo-network,--grid bench/grids/zoo/$(g).yaml)
 
 # the time-to-accuracy grid first (issue 38), then the papers' speed grids; each run alone on the machine
 campaign-net: $(STAMP)
@@ -107,6 +115,10 @@ campaign-net: $(STAMP)
 
 # The two-level model against a measurement: the two-node cluster at 100 Mbit/s between nodes (root), its grid
 # through Slurm, then the same workers on this host (the model's compute time). The cluster stays up.
+# the zoo's time-to-accuracy validation on emulated links, one run at a time (needs root for the namespaces)
+zoo-net: $(STAMP)
+	$(SUDO) $(VENV)/bin/commbench sweep bench/grids/zoo/zoo-network.yaml --out results/zoo
+
 campaign-2node: $(STAMP)
 	$(SUDO) bash slurm/local/up2.sh --rate 100mbit
 	$(SUDO) $(VENV)/bin/commbench sweep bench/grids/campaign/network-2node.yaml --launcher slurm --wait --out results/campaign

@@ -14,7 +14,7 @@ CODE = {"commbench": "bench", "commbench.methods": "methods", "commbench.tasks":
 DATA = {"commbench.paper_data": ("results/paper", ["*.csv", "*.yaml", "README.md"]),
         "commbench.profiles": ("slurm/profiles", ["*.yaml"])}
 # files a code package ships beside its modules
-CODE_DATA = {"commbench": ["grids/*.yaml", "grids/campaign/*.yaml", "clusters/*.yaml"]}
+CODE_DATA = {"commbench": ["grids/*.yaml", "grids/campaign/*.yaml", "grids/zoo/*.yaml", "clusters/*.yaml"]}
 
 
 def package_dirs() -> dict[str, str]:

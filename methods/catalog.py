@@ -42,6 +42,33 @@ CATALOG: dict[str, Entry] = {e.name: e for e in (
           "bf16 all-reduce: the gradient cast to bfloat16 for the wire (torch's bf16_compress_hook)"),
     Entry("powersgd", "commbench.methods.powersgd:PowerSGD", 1, None,
           "PowerSGD: rank-r approximation of each gradient matrix, error feedback, warm start (torch's hook)"),
+    Entry("powersgd-batched", "commbench.methods.powersgd:BatchedPowerSGD", 1, None,
+          "batched PowerSGD: the whole bucket as one square matrix at rank r (torch's batched_powerSGD_hook)"),
+    # the field's compressors (methods/zoo/), under GRACE's names where GRACE has them
+    # -- the zoo: sparsifiers --
+    Entry("topk", "commbench.methods.zoo.topk:TopK", 1, None,
+          "top-k: the k = ratio x n largest-magnitude elements per tensor (index + float32), error feedback"),
+    Entry("randomk", "commbench.methods.zoo.randomk:RandomK", 1, None,
+          "random-k: k shared random coordinates per tensor, values x n/k (unbiased), one all-reduce, no index"),
+    Entry("dgc", "commbench.methods.zoo.dgc:DGC", 1, None,
+          "Deep Gradient Compression: momentum correction, sampled threshold at 99.9% sparsity, warm-up"),
+    # -- the zoo: quantizers and the sign family --
+    Entry("qsgd", "commbench.methods.zoo.qsgd:QSGD", 1, None,
+          "QSGD: stochastic rounding to s levels per bucket of d (s=7, d=512: 4 bits + a float32 norm), unbiased"),
+    Entry("natural", "commbench.methods.zoo.natural:Natural", 1, None,
+          "natural compression: stochastic rounding to a power of two, sign + 8-bit exponent (9 bits), unbiased"),
+    Entry("u8bit", "commbench.methods.zoo.u8bit:U8bit", 1, None,
+          "8-bit approximation: Dettmers' dynamic tree data type, scaled by each tensor's maximum"),
+    Entry("fp8", "commbench.methods.zoo.fp8:FP8", 1, None,
+          "fp8: E4M3 (or E5M2) with a float32 scale per block of 128 elements, all-gathered"),
+    Entry("onebit", "commbench.methods.zoo.onebit:OneBit", 1, None,
+          "1-bit SGD: one bit per element, per-column means of each side as its values, error feedback"),
+    Entry("signsgd", "commbench.methods.zoo.signsgd:SignSGD", 1, None,
+          "signSGD with majority vote: 1-bit signs, the update is the sign of their sum"),
+    Entry("signum", "commbench.methods.zoo.signsgd:Signum", 1, None,
+          "Signum with majority vote: the sign of each worker's own momentum, 1 bit, majority vote"),
+    Entry("efsignsgd", "commbench.methods.zoo.efsignsgd:EFSignSGD", 1, None,
+          "EF-signSGD: scaled sign (||p||_1/d per tensor, 1 bit per element) with error feedback"),
 )}
 
 # the class attributes an entry gives

@@ -47,6 +47,7 @@ def test_the_wheel_holds_every_package_and_its_data(installed):
                 rel = init.relative_to(REPO / folder)
                 assert f"{package.replace('.', '/')}/{rel.as_posix()}" in names, init
     assert "commbench/grids/tour.yaml" in names and "commbench/grids/campaign/ssdsgd-table2.yaml" in names
+    assert "commbench/grids/zoo/zoo-resnet20.yaml" in names
     for package, (folder, _) in DATA.items():
         for f in (REPO / folder).iterdir():
             if f.suffix in (".csv", ".yaml"):

@@ -100,6 +100,12 @@ class Compressor:
         """Bytes one worker sends in the agreement round before encoding (0 where there is none)."""
         return 0
 
+    def draws_needed(self) -> int:
+        """How many independent draws a test of its bias needs, at least (0: the report's default): a compressor
+        that keeps each element only rarely (random-k keeps k of n) needs enough draws that each element is
+        kept some 30 times, or its mean is nowhere near normal and a z test would call it biased."""
+        return 0
+
     def warm_up(self) -> None:
         """Compile what the compressor's first call would (numba kernels), before the run's clock starts; it must
         draw from no generator, so that the run computes the same numbers. Nothing by default."""

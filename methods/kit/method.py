@@ -28,6 +28,12 @@ class KitMethod(Method):
     memory: ClassVar[type[Memory]] = Memory
 
     @classmethod
+    def compressor_for(cls, params) -> type[Compressor]:
+        """The compressor a configuration uses (a parameter may choose a variant whose declarations differ,
+        such as random-k scaled, which is unbiased, or not)."""
+        return cls.compressor
+
+    @classmethod
     def memory_for(cls, params) -> type[Memory]:
         """The memory a configuration uses (a parameter may choose it)."""
         return cls.memory
@@ -44,14 +50,14 @@ class KitMethod(Method):
 
     @classmethod
     def can_bucket(cls, params) -> bool:
-        return cls.compressor.per_tensor
+        return cls.compressor_for(params).per_tensor
 
     @classmethod
     def build_exchange(cls, comm, params, shapes: dict[str, torch.Size], device, seeds: Sequence[int],
                        timed=None, shared_seed: int = 0) -> Exchange:
         """The exchange of ``comm``'s local workers (``seeds`` in its order; ``shared_seed`` the run's, which
         every worker knows) over tensors of ``shapes`` (in parameter order) on ``device``."""
-        compressor = cls.compressor(params, shapes, device)
+        compressor = cls.compressor_for(params)(params, shapes, device)
         compressed = [n for n in shapes if n in compressor.index]
         memory = cls.memory_for(params)(shapes, compressed, list(comm.local_ranks), device)
         return Exchange(comm, compressor, memory, seeds, timed, shared_seed)

@@ -34,6 +34,18 @@ CASES = {
     "ssdsgd-allreduce-dcasgd": ("ssdsgd", {"method.k": 4, "method.warmup": 3, "method.topology": "allreduce",
                                            "method.local_rule": "dcasgd", "optimizer.name": "momentum",
                                            "optimizer.momentum": 0.9}),
+    "topk-residuals": ("topk", {}),
+    "randomk-residuals": ("randomk", {}),
+    "dgc-momentum-warmup": ("dgc", {"optimizer.name": "momentum", "optimizer.momentum": 0.9,
+                                    "method.warmup_steps": 8}),
+    "qsgd-streams": ("qsgd", {"method.min_size": 1, "method.bucket": 128}),
+    "natural-streams": ("natural", {}),
+    "u8bit-residuals": ("u8bit", {"method.memory": "residual"}),
+    "fp8": ("fp8", {}),
+    "onebit-residuals": ("onebit", {}),
+    "signsgd-vote": ("signsgd", {}),
+    "signum-momentum": ("signum", {"optimizer.name": "momentum", "optimizer.momentum": 0.9}),
+    "efsignsgd-residuals": ("efsignsgd", {}),
     "powersgd-memories": ("powersgd", {}),
 }
 

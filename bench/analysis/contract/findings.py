@@ -30,7 +30,7 @@ class Findings:
     @property
     def collective_confirmed(self) -> bool:
         """The declared collective stands: a linear compressor's payloads add up, another's do not."""
-        return all(lin.holds == self.subject.method.compressor.linear for lin in self.linear)
+        return all(lin.holds == self.subject.compressor.linear for lin in self.linear)
 
     @property
     def failures(self) -> list[str]:
@@ -39,7 +39,7 @@ class Findings:
         if self.bias is not None and not self.bias.holds:
             failed.append("unbiased")
         if not self.collective_confirmed:
-            failed.append("linear" if self.subject.method.compressor.linear else "collective")
+            failed.append("linear" if self.subject.compressor.linear else "collective")
         if any(w.exact is False for w in self.wires):
             failed.append("bytes")
         if self.feedback is not None and not self.feedback.holds:
@@ -76,7 +76,8 @@ def _check(subject, inputs, draws, repeats, devices, alpha) -> Findings:
         key = tuple((n, tuple(s)) for n, s in shapes.items())
         return fixtures.setdefault(key, Fixture.of(m, p, shapes))
 
-    estimates = [estimate(fixture(s.shapes), s, subject.target, draws) for s in inputs.sets]
+    estimates = [estimate(fx, s, subject.target, max(draws, fx.compressor.draws_needed()))
+                 for s in inputs.sets for fx in [fixture(s.shapes)]]
     linear = [linearity(fixture(ws[0].shapes), *ws[:2]) for _, ws in inputs.pairs]
     wires = [wire(Fixture.of(m, p, ws[0].shapes), ws, label) for label, ws in inputs.pairs]
     ef = fixture(inputs.stream[0].shapes) if inputs.stream else None

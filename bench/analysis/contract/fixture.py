@@ -37,7 +37,7 @@ class Fixture:
 
     @classmethod
     def of(cls, method: type[KitMethod], params, shapes, device="cpu") -> Fixture:
-        compressor = method.compressor(params, dict(shapes), device)
+        compressor = method.compressor_for(params)(params, dict(shapes), device)
         return cls(method, params, compressor, dict(shapes), [n for n in shapes if n in compressor.index])
 
     @property

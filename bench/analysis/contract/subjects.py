@@ -25,7 +25,12 @@ class Subject:
     @property
     def claims(self) -> dict[str, str]:
         """What the method's paper states of its compressor (``claims``, by property), beside what is measured."""
-        return dict(getattr(self.method.compressor, "claims", {}) or {})
+        return dict(getattr(self.compressor, "claims", {}) or {})
+
+    @property
+    def compressor(self) -> type:
+        """The compressor class these parameters pick (a variant may declare other properties)."""
+        return self.method.compressor_for(self.params)
 
 
 def kit_methods(name: str | None = None) -> dict[str, type[KitMethod]]:
@@ -46,9 +51,12 @@ def subjects(name: str | None = None, settings: Mapping[str, object] | None = No
     out = []
     for method_name, cls in kit_methods(name).items():
         params = params_of(method_name, settings or {})
-        out.append(Subject(method_name, cls, params, cls.compressor.unbiased))
+        out.append(Subject(method_name, cls, params, cls.compressor_for(params).unbiased))
         if getattr(params, "clip", 0):
             out.append(Subject(f"{method_name} clip=0", cls, dataclasses.replace(params, clip=0), INPUT))
+        for label, values in getattr(cls, "contract_rows", {}).items() if not settings else ():
+            variant = dataclasses.replace(params, **values)  # a variant the method names: a row of its own
+            out.append(Subject(f"{method_name} {label}", cls, variant, cls.compressor_for(variant).unbiased))
     return out
 
 

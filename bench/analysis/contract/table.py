@@ -21,7 +21,7 @@ def render(rows: list[Findings], inputs: Inputs, fmt: str = "md") -> str:
 
 
 def _cells(f: Findings) -> dict[str, str]:
-    cells = {"compressor": f"{f.subject.label} ({f.subject.method.compressor.__name__})",
+    cells = {"compressor": f"{f.subject.label} ({f.subject.compressor.__name__})",
              "declared": _declared(f), "bias": _bias(f), "omega / delta": _spread(f), "linear": _linear(f),
              "bits / element": _bits(f), "error feedback": _feedback(f), "encode, decode x copy": _speed(f)}
     claims = [f"{text} -> {_measured(key, f)}" for key, text in f.subject.claims.items()]
@@ -31,7 +31,7 @@ def _cells(f: Findings) -> dict[str, str]:
 
 
 def _declared(f: Findings) -> str:
-    c = f.subject.method.compressor
+    c = f.subject.compressor
     collective = "all-reduce" if c.linear else "all-gather, same size" if c.same_size else "all-gather, own size"
     return f"unbiased for {f.subject.target}; {collective}" if f.subject.target else f"biased; {collective}"
 
@@ -55,7 +55,7 @@ def _spread(f: Findings) -> str:
 
 
 def _linear(f: Findings) -> str:
-    declared = f.subject.method.compressor.linear
+    declared = f.subject.compressor.linear
     holds = all(lin.holds for lin in f.linear)
     word = "yes" if holds else "no"
     verdict = "as declared" if f.collective_confirmed else "REFUTES the declared collective"
@@ -133,7 +133,7 @@ def _markdown(rows: list[dict[str, str]]) -> str:
 
 
 def _numbers(f: Findings) -> dict[str, object]:
-    c, b, fb = f.subject.method.compressor, f.bias, f.feedback
+    c, b, fb = f.subject.compressor, f.bias, f.feedback
     row = {"compressor": f.subject.label, "method": f.subject.method.name, "class": c.__name__,
            "declared_unbiased_for": f.subject.target or "", "declared_linear": c.linear,
            "declared_same_size": c.same_size, "bias_holds": "" if b is None else b.holds,
