@@ -12,11 +12,13 @@ from typing import Callable
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 LINESTYLES = ("-", "--", "-.", ":")
 
-# One colour per method across every figure of a report and the crossover map: commbench's methods, sorted
-# (baseline, bf16, bgt, fp16, powersgd, qgt, ssdsgd, terngrad, wgt today), take these in turn: matplotlib's tab10
-# less its grey (which reads as a reference line), with olive and brown swapped so that TernGrad, the method most
-# figures are about, is not the palest line ...
-METHOD_PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#bcbd22", "#e377c2", "#8c564b", "#17becf")
+# One colour per method across every figure of a report and the crossover map: commbench's methods in the
+# catalogue's order (the papers' methods, torch's hooks, then the field's compressors; a method added at the end
+# leaves every earlier one its colour) take these in turn: matplotlib's tab10 less its grey (which reads as a
+# reference line), then tab20's paler halves and tab20b's darker ones, so that 24 methods stay apart ...
+METHOD_PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf",
+                  "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#dbdb8d", "#9edae5",
+                  "#6b6ecf", "#b5cf6b", "#e7ba52", "#d6616b", "#ce6dbd", "#9c9ede")
 # ... and a method commbench does not list (a record of a retired or outside method) one of these, by a checksum
 # of its name: the same in every process, where Python's own hash() of a string is salted per process
 OTHER_PALETTE = ("#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#5254a3", "#ad494a", "#3b7d6e")
@@ -27,10 +29,11 @@ BYTE_UNITS = (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3), ("B", 1.0))
 
 @lru_cache(maxsize=1)
 def known_methods() -> tuple[str, ...]:
-    """Every method commbench knows, sorted: the order that gives each its colour."""
+    """Every method commbench knows, in the catalogue's order (a user's registered methods after it): the order
+    that gives each its colour."""
     from commbench.methods import METHODS  # brings torch: imported when a figure is coloured, not at import
 
-    return tuple(sorted(METHODS))
+    return tuple(METHODS)
 
 
 def method_color(method: str) -> str:

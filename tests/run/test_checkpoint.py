@@ -111,7 +111,8 @@ def test_a_checkpoints_method_state_moves_to_the_runs_device_and_plain_values_st
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (the GPU check runs it)")
 @pytest.mark.parametrize("saved_on, resumed_on", [("cpu", "cuda"), ("cuda", "cpu")])
-@pytest.mark.parametrize("case", ["ssdsgd-ps", "ssdsgd-allreduce-dcasgd", "powersgd-memories", "wgt-residuals"])
+@pytest.mark.parametrize("case", ["ssdsgd-ps", "ssdsgd-allreduce-dcasgd", "powersgd-memories", "wgt-residuals",
+                                  "randomk-residuals", "dgc-momentum-warmup", "qsgd-streams", "onebit-residuals"])
 def test_a_run_checkpointed_on_one_kind_of_device_resumes_on_the_other(case, saved_on, resumed_on, tmp_path):
     """Method state and the workers' random streams cross over: a GPU checkpoint carries CUDA generator states
     that a CPU run has no place for, and a CPU checkpoint method state that a GPU run needs on the GPU."""

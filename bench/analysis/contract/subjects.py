@@ -44,6 +44,13 @@ def kit_methods(name: str | None = None) -> dict[str, type[KitMethod]]:
     return {name: cls}
 
 
+def unchecked() -> dict[str, str]:
+    """The registered methods that are not kit methods (no compressor to check: the fp32 all-reduce, PowerSGD's
+    two rounds, SSD-SGD's parameter servers, a user's own ``step``), each with its summary."""
+    kit = kit_methods()
+    return {n: registry.get(n).summary for n in registry.names() if n not in kit}
+
+
 def subjects(name: str | None = None, settings: Mapping[str, object] | None = None) -> list[Subject]:
     """One subject per kit method (the one named), and the clip-off row where the method has a clip."""
     if settings and name is None:

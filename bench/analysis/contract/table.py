@@ -13,11 +13,22 @@ from .inputs import Inputs
 CLAIMS = ("unbiased", "variance", "linear", "bytes", "residual")  # the claims' keys the report measures
 
 
-def render(rows: list[Findings], inputs: Inputs, fmt: str = "md") -> str:
+def render(rows: list[Findings], inputs: Inputs, fmt: str = "md", others: dict[str, str] | None = None) -> str:
+    """The report: a row per compressor checked; in markdown, ``others`` (registered methods that are not kit
+    methods, with their summaries) listed below it, so that every registered method is accounted for."""
     if fmt == "csv":
         return _csv([_numbers(r) for r in rows])
     table = [_cells(r) for r in rows]
-    return _intro(inputs) + _markdown(table)
+    return _intro(inputs) + _markdown(table) + _others(rows, others or {})
+
+
+def _others(rows: list[Findings], others: dict[str, str]) -> str:
+    if not others:
+        return ""
+    checked = len({f.subject.method.name for f in rows})
+    listed = "\n".join(f"- `{name}`: {summary}" for name, summary in others.items())
+    return (f"\n{checked + len(others)} registered methods: the {checked} kit methods above, and {len(others)} that "
+            f"are not kit methods (no compressor to check; their own tests hold what they promise):\n{listed}\n")
 
 
 def _cells(f: Findings) -> dict[str, str]:

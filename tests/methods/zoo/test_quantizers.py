@@ -281,22 +281,3 @@ def test_signum_takes_the_recipes_momentum_and_the_optimizer_steps_plain_sgd():
                    "optimizer.name": "momentum", "optimizer.momentum": 0.8})
     assert cfg.method_params["momentum"] == 0.8
     assert cfg.optimizer["name"] == "sgd" and not cfg.optimizer["momentum"]
-
-
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (the GPU check runs it)")
-@pytest.mark.parametrize("name", ZOO + ("qsgd-elias",))
-def test_on_the_gpu_every_method_averages_as_on_the_cpu(name):
-    params = {"min_size": 1} if name == "qsgd" else {"min_size": 1, "coding": "elias"} if name == "qsgd-elias" else {}
-    name = name.split("-")[0]
-    gs = grads(3, seed=6)
-    on_cpu, cpu_comm, _ = averaged(name, gs, **params)
-    cls = registry.get(name)
-    comm, ws = SimCommunicator(3), []
-    for rank in range(3):
-        p = {k: torch.zeros(s, device="cuda", requires_grad=True) for k, s in SHAPES.items()}
-        ws.append(Worker(rank, p, torch.optim.SGD(p.values(), lr=0.0), seed=100 + rank))
-    cls(comm, ws, registry.params_for(name, params), {}).step([{k: v.cuda() for k, v in g.items()} for g in gs],
-                                                              lr=0.0, step=0)
-    for k in SHAPES:
-        torch.testing.assert_close(ws[0].params[k].grad.cpu(), on_cpu[0][k], rtol=1e-6, atol=1e-9)
-    assert comm.ledger.sent == cpu_comm.ledger.sent
