@@ -65,10 +65,10 @@ for lane in $(seq "$LANES"); do
    done) > "$LANELOGS/zoo-lane$lane.txt" 2>&1 &
   sleep 3
 done
-while [ $(( $(date +%s) - START )) -lt "$DEADLINE" ] && pgrep -f "commbench sweep bench/grids/zoo" >/dev/null; do sleep 10; done
+while [ $(( $(date +%s) - START )) -lt "$DEADLINE" ] && pgrep -f "commbench sweep bench/grids/zoo/.* --out $ZOO" >/dev/null; do sleep 10; done
 touch "$STOP"; say "stopping the lanes"  # a lane between its two sweeps starts no other
 signalled=" "  # each sweep once: it passes the signal to its run, which checkpoints and stops
-while pids=$(pgrep -f "commbench sweep bench/grids/zoo/"); do
+while pids=$(pgrep -f "commbench sweep bench/grids/zoo/.* --out $ZOO"); do  # its own lanes only
   for pid in $pids; do [[ $signalled == *" $pid "* ]] || { kill -USR1 "$pid"; signalled+="$pid "; }; done; sleep 5
 done; wait
 python3 -m commbench status --out "$ZOO" --summary --grid bench/grids/zoo/zoo-resnet20-settings.yaml \
