@@ -452,6 +452,9 @@ def test_a_checkpoint_larger_than_the_room_left_says_no_space_left_on_device(ful
 SIGNAL_DURING_WRITE = """
 import os, signal, sys
 from pathlib import Path
+# Python's own SIGINT handler, as an interactive run has it: a shell starts a background job with SIGINT ignored,
+# and Python then installs none (the test would measure how it was launched)
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from commbench.config import resolve
 from commbench.launch import runner
 
