@@ -6,8 +6,9 @@ the tables come from :mod:`commbench.analysis.perfmodel.tables`.
                              [--scaling strong|weak] [--calibration FILE] [--figure5] [--format md|csv|json]
     commbench model ssdsgd   [--task T] [--k 1..5] [--step-time S | --record PATH] [--network 56gbit] ...
     commbench model calibrate [--world-size 2] [--sizes 1KiB,...] [--out results/calibration/gloo-w2.json]
-    commbench model tta      --results DIR [--task T] [--workers 2] [--calibrate-on 1gbit] [--validate-on 100mbit]
-                             [--cluster NAME|FILE] [--compute-s S] [--target TOP1] [--sweep-bandwidth FIGURE]
+    commbench model tta      --results DIR [--task T] [--workers 2] [--calibrate-on 1gbit|none] [--validate-on 100mbit]
+                             [--cluster NAME|FILE] [--links RATE,...] [--compute-s S] [--target TOP1]
+                             [--sweep-bandwidth FIGURE]
 
 Bad input raises :class:`commbench.config.ConfigError` (one line naming the item; the CLI exits 2).
 """
@@ -167,28 +168,39 @@ def run_calibrate(args) -> int:
 
 
 def run_tta(args) -> int:
-    from commbench.analysis.perfmodel import clusters, tta_tables
+    from commbench.analysis.perfmodel import clusters, tta_tables, tta_unlinked
     from commbench.analysis.perfmodel.tables import render
+    from commbench.analysis.perfmodel.tta_links import link_rates
 
     results = existing_results_folder(args.results).root
-    for flag, rate in (("--calibrate-on", args.calibrate_on), ("--validate-on", args.validate_on)):
+    unlinked = args.calibrate_on == tta_tables.NO_LINK
+    calibrate_on = None if unlinked else args.calibrate_on
+    for flag, rate in (("--calibrate-on", calibrate_on), ("--validate-on", args.validate_on)):
         if rate:
             rate_bytes(rate, flag)
+    links = link_rates(args.links) if args.links is not None else None
     if args.target is not None and not 0 < args.target <= 1:
         raise ConfigError(f"--target {args.target}: a top-1 as a fraction, in (0, 1]")
     latency_s = bounded(args.latency_us, "--latency-us", at_least=0, at_most=MAX_LATENCY_US) * 1e-6
     figure, root = figure_of(args, results)  # before any work: a bad name must not cost the whole model
     cluster = clusters.load(args.cluster) if args.cluster else None
-    if figure and cluster is None:
-        raise ConfigError("--sweep-bandwidth: needs --cluster (the shape and compute the map sweeps the link of)")
     compute = bounded(args.compute_s, "--compute-s", above=0)
-    rows, notes, calibration, cpu = tta_tables.report(results, args.task, args.workers, args.calibrate_on,
-                                                      args.validate_on, cluster, compute, args.target, latency_s,
-                                                      args.cpu)
+    if unlinked:
+        tta_unlinked.check_unlinked(cluster, args.task, compute, args.validate_on)
+    if (figure or links) and cluster is None:
+        raise ConfigError(f"{'--sweep-bandwidth' if figure else '--links'}: needs --cluster (the shape and compute "
+                          f"{'the map sweeps the link of' if figure else 'whose link is replaced'})")
+    if unlinked:
+        rows, notes, calibration, cpu = tta_unlinked.report(results, args.task, args.workers, cluster, compute,
+                                                            args.target, args.cpu, links)
+    else:
+        rows, notes, calibration, cpu = tta_tables.report(results, args.task, args.workers, args.calibrate_on,
+                                                          args.validate_on, cluster, compute, args.target, latency_s,
+                                                          args.cpu, links)
     if figure:
         step = compute if compute is not None else cluster.compute_s(args.task)[0]
-        tta_tables.draw_crossover(figure, results, args.task, args.workers, calibration,
-                                  [net for net in (args.calibrate_on, args.validate_on) if net], cluster, step,
+        nets = [] if unlinked else [net for net in (args.calibrate_on, args.validate_on) if net]
+        tta_tables.draw_crossover(figure, results, args.task, args.workers, calibration, nets, cluster, step,
                                   args.target, latency_s, cpu, root=root)
         notes.append(f"crossover map: {figure}")
     emit(render(tta_tables.readable(rows) if args.format == "md" else rows, notes, args.format), args.out)
@@ -295,10 +307,15 @@ def _add_tta(sub) -> None:
     tta.add_argument("--results", required=True, help="the records of an emulated-network grid (network-tta)")
     tta.add_argument("--task", default="lenet-mnist", help="the task (default: %(default)s)")
     tta.add_argument("--workers", type=ascii_int, default=2, help="the runs' workers (default: %(default)s)")
-    tta.add_argument("--calibrate-on", default="1gbit", metavar="RATE",
-                     help="the link whose runs give steps to target and per-step costs (default: %(default)s)")
+    tta.add_argument("--calibrate-on", default="1gbit", metavar="RATE|none",
+                     help="the link whose runs give steps to target and per-step costs (default: %(default)s); none: "
+                          "the runs behind no emulated link (sim accuracy grids; needs --cluster)")
     tta.add_argument("--validate-on", metavar="RATE", help="a held-out link: predicted, then compared (100mbit)")
-    tta.add_argument("--cluster", metavar="NAME|FILE", help="a cluster profile (shipped: terngrad-fig5, ssdsgd-paper)")
+    tta.add_argument("--cluster", metavar="NAME|FILE",
+                     help="a cluster profile (shipped: terngrad-fig5, ssdsgd-paper, zoo-v100)")
+    tta.add_argument("--links", metavar="RATE,...", help="project to the cluster once per link rate between its "
+                                                          "nodes (1gbit,10gbit,100gbit), each against that link's "
+                                                          "strongest all-reduce")
     tta.add_argument("--compute-s", type=ascii_float, metavar="S", help="one worker's compute per step on the "
                                                                         "cluster (default: the profile's)")
     tta.add_argument("--target", type=ascii_float, metavar="TOP1", help="default: the runs' declared eval.target")
