@@ -303,3 +303,36 @@ def test_sim_and_dist_agree_bit_for_bit(tmp_path, method, workers, extra):
     for key in ("bytes_sent", "bytes_received", "top1"):
         assert sim["metrics"][key] == dist["metrics"][key], key
     assert sim["metrics"]["bytes_sent"] < sim["metrics"]["bytes_fp32_equiv"]
+
+
+@pytest.mark.parametrize("cls, params", [
+    (TopK, TopKParams(ratio=1.0, memory="residual")),
+    (RandomK, RandomKParams(ratio=1.0, scaled=False, memory="residual")),
+    (RandomK, RandomKParams(ratio=1.0, scaled=True, memory="none")),
+])
+def test_a_sparsifier_keeping_every_element_is_the_plain_average_and_leaves_no_residual(cls, params):
+    """At ratio 1 nothing is dropped: over several steps each worker gets exactly the mean of the gradients (the
+    error-feedback memory stays zero), as the fp32 all-reduce gives it; a wrong index, scale or residual shows."""
+    comm, ws = SimCommunicator(3), workers(3)
+    method = cls(comm, ws, params, {})
+    for step in range(3):
+        gs = grads(3, seed=10 + step)
+        method.step(gs, lr=0.0, step=step)
+        for name in SHAPES:
+            mean = sum(g[name] for g in gs) / 3
+            for w in ws:
+                torch.testing.assert_close(w.params[name].grad, mean, rtol=1e-6, atol=1e-7)
+    memories = [t for t in _tensors(method.state_dict())]
+    assert memories or params.memory == "none"  # error feedback keeps one residual per worker: it is checked
+    assert all(float(t.abs().max()) == 0.0 for t in memories if t.is_floating_point())
+
+
+def _tensors(state):
+    if isinstance(state, torch.Tensor):
+        yield state
+    elif isinstance(state, dict):
+        for value in state.values():
+            yield from _tensors(value)
+    elif isinstance(state, (list, tuple)):
+        for value in state:
+            yield from _tensors(value)
