@@ -36,7 +36,9 @@ def test_a_signal_while_dist_processes_start_interrupts_the_run_and_stops_the_sw
     signal held, take it once their handler is in, and checkpoint; the sweep stops."""
     grid = tmp_path / "grid.yaml"
     grid.write_text("name: stop\nbase: {task: lenet-mnist, method: baseline, dataset: synthetic, backend: dist,\n"
-                    "       workers: 2, steps: 30, global_batch: 16, eval.every: 30}\naxes: {seed: [1, 2]}\n")
+                    "       workers: 2, steps: 300, global_batch: 16, eval.every: 300}\naxes: {seed: [1, 2]}\n")
+    # 300 steps: the run stops at its first agreement after the signal (every 10 steps); on a loaded machine the
+    # signal may reach the workers late, and a 30-step run had ended (done) past its last agreement
     out = tmp_path / "out"
     sweep = subprocess.Popen([sys.executable, "-m", "commbench", "sweep", str(grid), "--out", str(out), "--quiet"],
                              cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
