@@ -85,6 +85,8 @@ def test_topk_delta_is_at_least_k_over_d_on_every_tensor():
 def test_the_contract_report_shows_topks_delta_above_k_over_d_and_an_exact_residual(small):
     found = check(Subject("topk", TopK, TopKParams(), None), small, draws=20, repeats=0)
     assert found.failures == [] and found.bias is None and found.estimates[0].deterministic
+    # every tensor of every estimate is measured: the bound below is checked on each, never on none
+    assert all(len(est.tensors) == len(CONTRACT_SHAPES) for est in found.estimates)
     for est in found.estimates:
         for stats, n in zip(est.tensors, (math.prod(s) for s in CONTRACT_SHAPES.values())):
             assert 1 - stats.spread >= max(1, int(0.01 * n)) / n - 1e-9, (stats.name, stats.spread)
